@@ -1,0 +1,217 @@
+//! `glob`: files whose path matches a glob pattern, newest first.
+//!
+//! The pattern is matched against each file's path relative to `path` (default: the workspace
+//! root), with `/` as separator: `*` and `?` do not cross `/`, `**` matches any number of
+//! directories, `{a,b}` and `[ab]` work. A pattern without `/` (like `*.rs`) matches file
+//! names at any depth, as if it were `**/*.rs`. Only files are returned, as paths relative to
+//! the workspace root, one per line, sorted by modification time (newest first, ties by path),
+//! at most [`MAX_RESULTS`]. `.gitignore`/`.ignore`, the default ignores and the host's
+//! deny-list are honoured.
+
+use std::path::Path;
+use std::time::SystemTime;
+use toolgate_guest::walk::{self, Options};
+use toolgate_guest::{
+    json, Budget, Context, Descriptor, Output, PathAccess, Risk, Tool, ToolError, Value,
+};
+
+/// The most paths returned.
+pub const MAX_RESULTS: usize = 100;
+/// Bytes kept free in the budget for the closing note.
+const NOTE_RESERVE: usize = 256;
+
+struct Glob;
+
+impl Tool for Glob {
+    fn describe() -> Descriptor {
+        Descriptor::new(
+            "glob",
+            "Find files by path pattern, e.g. `**/*.rs`, `src/**/*.{ts,tsx}`, `*.md`. `*` does \
+             not cross `/`, `**` matches any directories; a pattern without `/` matches file \
+             names at any depth. Returns matching file paths (relative to the workspace root), \
+             newest first, at most 100; the output says when there were more. Skips \
+             .gitignore'd files and .git/node_modules/target/dist. Use `grep` to search contents.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "minLength": 1, "description": "Glob matched against paths relative to `path`, e.g. `**/*.rs` or `src/*.ts`. Without `/` it matches file names at any depth."},
+                    "path": {"type": "string", "description": "Directory to search in. Default: the workspace root."}
+                },
+                "required": ["pattern"],
+                "additionalProperties": false
+            }),
+            Risk::ReadOnly,
+        )
+        .path("path", PathAccess::Read)
+    }
+
+    fn call(input: Value, cx: &Context) -> Result<Output, ToolError> {
+        run(&input, cx).map(Report::into_output)
+    }
+}
+
+toolgate_guest::register_tool!(Glob);
+
+/// A call's result before it becomes an [`Output`] (whose fields are private), so tests can
+/// look at it.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub summary: String,
+    pub content: String,
+    pub truncated: bool,
+    /// `(unit, seen, returned)`.
+    pub totals: Vec<(&'static str, u64, u64)>,
+    pub data: Value,
+}
+
+impl Report {
+    pub fn into_output(self) -> Output {
+        let mut out = Output::new(self.summary, self.content).truncated(self.truncated);
+        for (unit, seen, returned) in self.totals {
+            out = out.total(unit, seen, returned);
+        }
+        out.data(self.data)
+    }
+}
+
+/// Split a pattern into the literal directory prefix (no glob characters) the walk can start
+/// from, and the rest.
+fn literal_prefix(pattern: &str) -> (&str, &str) {
+    let mut end = 0;
+    for (i, c) in pattern.char_indices() {
+        match c {
+            '*' | '?' | '[' | '{' | '\\' => break,
+            '/' => end = i + 1,
+            _ => {}
+        }
+    }
+    // The last component is always the file part, even when it has no glob characters.
+    (&pattern[..end], &pattern[end..])
+}
+
+/// The tool's logic, callable outside a component.
+pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
+    let pattern = match input.get("pattern").and_then(Value::as_str) {
+        Some(p) if !p.is_empty() => p,
+        _ => {
+            return Err(ToolError::new(
+                "bad-input",
+                "`pattern` is required, e.g. `**/*.rs`",
+            ))
+        }
+    };
+    let base = match input.get("path").and_then(Value::as_str) {
+        Some(p) if !p.is_empty() => Path::new(p).to_path_buf(),
+        _ => cx.root().to_path_buf(),
+    };
+    let base_rel = cx.relative(&base);
+    let meta = std::fs::metadata(&base).map_err(|e| ToolError::io(&base_rel, &e))?;
+    if !meta.is_dir() {
+        return Err(ToolError::new(
+            "not-a-directory",
+            format!("{base_rel} is a file, not a directory; `path` is the directory to search in"),
+        ));
+    }
+
+    // Normalise: `./x` and `/x` are relative to `path`; a pattern without `/` matches names.
+    let mut norm = pattern.trim_start_matches("./").trim_start_matches('/');
+    while let Some(rest) = norm.strip_prefix("./") {
+        norm = rest;
+    }
+    if norm.split('/').any(|c| c == "..") {
+        return Err(ToolError::new(
+            "bad-pattern",
+            format!("`{pattern}` contains `..`; patterns are relative to `path`: set `path` to the directory to search instead"),
+        ));
+    }
+    let full = if norm.contains('/') {
+        norm.to_string()
+    } else {
+        format!("**/{norm}")
+    };
+    let matcher = globset::GlobBuilder::new(&full)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| {
+            ToolError::new(
+                "bad-pattern",
+                format!("`{pattern}` is not a valid glob: {e}"),
+            )
+            .data(json!({"pattern": pattern}))
+        })?
+        .compile_matcher();
+
+    // Start the walk at the pattern's literal directory prefix (`src/` in `src/**/*.rs`).
+    let (prefix, _) = literal_prefix(&full);
+    let start = base.join(prefix.trim_end_matches('/'));
+    let mut found: Vec<(SystemTime, String)> = Vec::new();
+    let mut errors = 0;
+    if prefix.is_empty() || start.is_dir() {
+        errors = walk::walk(cx, &start, &Options::default(), |entry| {
+            if entry.is_dir {
+                return true;
+            }
+            let under = match entry.path.strip_prefix(&base) {
+                Ok(p) => p.to_string_lossy().replace('\\', "/"),
+                Err(_) => return true,
+            };
+            if matcher.is_match(&under) {
+                let mtime = std::fs::symlink_metadata(&entry.path)
+                    .and_then(|m| m.modified())
+                    .unwrap_or(SystemTime::UNIX_EPOCH);
+                found.push((mtime, entry.rel));
+            }
+            true
+        });
+    }
+    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+
+    let total = found.len();
+    let mut budget = Budget::new(cx.max_output_bytes().saturating_sub(NOTE_RESERVE).max(1));
+    let mut returned = 0;
+    for (_, rel) in found.iter().take(MAX_RESULTS) {
+        if !budget.push_line(rel) {
+            break;
+        }
+        returned += 1;
+    }
+    let mut content = budget.into_string();
+    let truncated = returned < total;
+    if total == 0 {
+        content.push_str(&format!("No files match `{pattern}` under {base_rel}\n"));
+    } else if truncated {
+        let why = if returned >= MAX_RESULTS {
+            format!("the {MAX_RESULTS}-result cap")
+        } else {
+            "the output size budget".to_string()
+        };
+        content.push_str(&format!(
+            "[truncated: showing the {returned} newest of {total} matching files (limited by {why}); narrow the pattern or path]\n"
+        ));
+    }
+    let summary = if truncated {
+        format!("glob `{pattern}`: showing {returned} of {total} files")
+    } else {
+        format!(
+            "glob `{pattern}`: {total} file{}",
+            if total == 1 { "" } else { "s" }
+        )
+    };
+    Ok(Report {
+        summary,
+        content,
+        truncated,
+        totals: vec![("files", total as u64, returned as u64)],
+        data: json!({
+            "pattern": pattern,
+            "path": base_rel,
+            "files": total,
+            "files_returned": returned,
+            "unreadable": errors,
+        }),
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests;

@@ -1,0 +1,149 @@
+//! Walking the workspace the way a developer expects: `.gitignore` and `.ignore` honoured,
+//! default ignores (`.git`, `node_modules`, `target`, `dist`, `.toolgate`) skipped, the host's
+//! deny-list skipped, entries sorted by name.
+
+use crate::Context;
+use std::path::{Path, PathBuf};
+
+/// Directory names skipped by every walking tool unless the caller asks otherwise.
+pub const DEFAULT_IGNORES: &[&str] = &[".git", "node_modules", "target", "dist", ".toolgate"];
+
+/// One entry found by a walk.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The path inside the sandbox.
+    pub path: PathBuf,
+    /// The path relative to the workspace root, `/`-separated.
+    pub rel: String,
+    /// Whether it is a directory.
+    pub is_dir: bool,
+    /// Depth below the walk's start (the start is 0).
+    pub depth: usize,
+}
+
+/// Options for [`walk`].
+#[derive(Debug, Default, Clone)]
+pub struct Options {
+    /// Deepest level to descend to (the start is 0); `None` for no limit.
+    pub max_depth: Option<usize>,
+    /// Extra names or globs to skip (matched against the file name and the relative path).
+    pub ignore: Vec<String>,
+    /// Skip `.gitignore`/`.ignore` handling.
+    pub no_ignore_files: bool,
+}
+
+/// Walk `start` (a sandbox path), calling `visit` for every entry except `start` itself, in
+/// name order. `visit` returns false to stop the walk. Unreadable entries are skipped and
+/// counted in the returned number.
+pub fn walk(
+    cx: &Context,
+    start: &Path,
+    options: &Options,
+    mut visit: impl FnMut(Entry) -> bool,
+) -> usize {
+    let extra = build_extra(&options.ignore);
+    let mut builder = ignore::WalkBuilder::new(start);
+    builder
+        .hidden(false)
+        .git_global(false)
+        .git_exclude(false)
+        .require_git(false)
+        .parents(true)
+        .git_ignore(!options.no_ignore_files)
+        .ignore(!options.no_ignore_files)
+        .max_depth(options.max_depth)
+        .sort_by_file_name(|a, b| a.cmp(b));
+    let root = cx.root().to_path_buf();
+    // Prune default-ignored directories and the caller's extra ignores inside the walker, so
+    // their subtrees are never read (a `node_modules` can hold hundreds of thousands of files).
+    // The deny-list needs the context, so it is checked in the loop below.
+    {
+        let extra = extra.clone();
+        let root = root.clone();
+        builder.filter_entry(move |entry| {
+            if entry.depth() == 0 {
+                return true;
+            }
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            let name = entry.file_name().to_string_lossy();
+            if is_dir && DEFAULT_IGNORES.contains(&name.as_ref()) {
+                return false;
+            }
+            match &extra {
+                Some(set) => {
+                    if set.is_match(name.as_ref()) {
+                        return false;
+                    }
+                    let rel = match entry.path().strip_prefix(&root) {
+                        Ok(r) => r.to_string_lossy().replace('\\', "/"),
+                        Err(_) => entry.path().to_string_lossy().into_owned(),
+                    };
+                    !set.is_match(&rel)
+                }
+                None => true,
+            }
+        });
+    }
+    let denied = |rel: &str| cx.is_denied(rel);
+    let mut errors = 0;
+    // filter_entry needs 'static data; decide inside the loop instead and skip subtrees by
+    // remembering pruned prefixes.
+    let mut pruned: Vec<PathBuf> = Vec::new();
+    for result in builder.build() {
+        let entry = match result {
+            Ok(entry) => entry,
+            Err(_) => {
+                errors += 1;
+                continue;
+            }
+        };
+        if entry.depth() == 0 {
+            continue;
+        }
+        let path = entry.path();
+        if pruned.iter().any(|p| path.starts_with(p)) {
+            continue;
+        }
+        let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
+        let name = entry.file_name().to_string_lossy();
+        let rel = match path.strip_prefix(&root) {
+            Ok(r) => r.to_string_lossy().replace('\\', "/"),
+            Err(_) => path.to_string_lossy().into_owned(),
+        };
+        let skip = (is_dir && DEFAULT_IGNORES.contains(&name.as_ref()))
+            || denied(&rel)
+            || extra
+                .as_ref()
+                .is_some_and(|set| set.is_match(name.as_ref()) || set.is_match(&rel));
+        if skip {
+            if is_dir {
+                pruned.push(path.to_path_buf());
+            }
+            continue;
+        }
+        let depth = entry.depth();
+        if !visit(Entry {
+            path: path.to_path_buf(),
+            rel,
+            is_dir,
+            depth,
+        }) {
+            break;
+        }
+    }
+    errors
+}
+
+fn build_extra(patterns: &[String]) -> Option<globset::GlobSet> {
+    if patterns.is_empty() {
+        return None;
+    }
+    let mut set = globset::GlobSetBuilder::new();
+    for p in patterns {
+        let p = p.trim_end_matches('/');
+        if let Ok(g) = globset::Glob::new(p) {
+            set.add(g);
+        }
+    }
+    set.build().ok()
+}

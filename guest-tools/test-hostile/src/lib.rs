@@ -1,0 +1,204 @@
+//! `test-hostile`: a tool that misbehaves on purpose, for the host's sandbox and limit tests.
+//! Never ship it to users.
+//!
+//! Modes: `loop` spins forever (fuel/epoch limits), `alloc` allocates up to 4 GiB in 64 MiB
+//! steps touching every page (memory limit), `output` returns 64 MiB of content (output
+//! limit), `recurse` recurses without bound (stack overflow), `ok` returns `ok`, and `escape`
+//! tries to read and write outside what was granted and reports each attempt (the host tests
+//! assert that every attempt failed).
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use toolgate_guest::{json, Context, Descriptor, Output, PathAccess, Risk, Tool, ToolError, Value};
+
+/// Bytes allocated per step in `alloc`.
+const ALLOC_STEP: usize = 64 << 20;
+/// Total bytes `alloc` tries to reach.
+const ALLOC_TOTAL: u64 = 4 << 30;
+/// Bytes of content returned by `output`.
+const OUTPUT_BYTES: usize = 64 << 20;
+
+struct Hostile;
+
+impl Tool for Hostile {
+    fn describe() -> Descriptor {
+        Descriptor::new(
+            "test-hostile",
+            "Test-only tool that misbehaves on purpose (infinite loop, huge allocation, huge \
+             output, unbounded recursion, sandbox escape attempts). Not for real use.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "mode": {"type": "string", "enum": ["loop", "alloc", "output", "recurse", "ok", "escape"]},
+                    "path": {"type": "string", "description": "A path to try to read in `escape` mode."}
+                },
+                "required": ["mode"],
+                "additionalProperties": false
+            }),
+            Risk::ReadOnly,
+        )
+        .path("path", PathAccess::Read)
+    }
+
+    fn call(input: Value, cx: &Context) -> Result<Output, ToolError> {
+        run(&input, cx)
+    }
+}
+
+toolgate_guest::register_tool!(Hostile);
+
+/// Handle one call.
+pub fn run(input: &Value, cx: &Context) -> Result<Output, ToolError> {
+    let mode = input.get("mode").and_then(Value::as_str).unwrap_or("");
+    match mode {
+        "ok" => Ok(Output::new("ok", "ok")),
+        "loop" => spin(),
+        "alloc" => alloc(),
+        "output" => Ok(Output::new("huge output", "x".repeat(OUTPUT_BYTES))),
+        "recurse" => {
+            let depth = recurse(black_box(0));
+            Ok(Output::new("recursion ended", format!("depth {depth}")))
+        }
+        "escape" => Ok(escape(input.get("path").and_then(Value::as_str), cx)),
+        other => Err(ToolError::new(
+            "bad-input",
+            format!("unknown mode `{other}`"),
+        )),
+    }
+}
+
+fn spin() -> Result<Output, ToolError> {
+    let mut n: u64 = 0;
+    loop {
+        n = black_box(n.wrapping_add(1));
+    }
+}
+
+fn alloc() -> Result<Output, ToolError> {
+    let mut held: Vec<Vec<u8>> = Vec::new();
+    let mut total: u64 = 0;
+    while total < ALLOC_TOTAL {
+        // vec! of a non-zero byte writes every page.
+        let chunk = vec![1u8; ALLOC_STEP];
+        total += chunk.len() as u64;
+        held.push(black_box(chunk));
+    }
+    let touched: u64 = held.iter().map(|c| u64::from(c[c.len() - 1])).sum();
+    Ok(Output::new(
+        "allocated",
+        format!("allocated {} MiB ({touched} chunks)", total >> 20),
+    ))
+}
+
+#[inline(never)]
+#[allow(unconditional_recursion)]
+fn recurse(depth: u64) -> u64 {
+    let frame = black_box([depth; 64]);
+    let next = recurse(black_box(depth + 1));
+    black_box(frame[(depth % 64) as usize]).wrapping_add(next)
+}
+
+fn attempt_read(target: &Path) -> (bool, String) {
+    match std::fs::metadata(target) {
+        Ok(meta) if meta.is_dir() => match std::fs::read_dir(target) {
+            Ok(entries) => (true, format!("listed {} entries", entries.count())),
+            Err(e) => (false, e.to_string()),
+        },
+        Ok(_) => match std::fs::read(target) {
+            Ok(bytes) => (true, format!("read {} bytes", bytes.len())),
+            Err(e) => (false, e.to_string()),
+        },
+        Err(e) => (false, e.to_string()),
+    }
+}
+
+fn attempt_write(target: &Path) -> (bool, String) {
+    match std::fs::write(target, b"escape probe") {
+        Ok(()) => {
+            let _ = std::fs::remove_file(target);
+            (true, "wrote the file (removed again)".to_string())
+        }
+        Err(e) => (false, e.to_string()),
+    }
+}
+
+fn escape(path: Option<&str>, cx: &Context) -> Output {
+    let root = cx.root();
+    let mut attempts: Vec<(String, PathBuf, bool)> = vec![
+        ("read".into(), PathBuf::from("/etc/passwd"), false),
+        ("read".into(), PathBuf::from("/"), false),
+        ("read".into(), root.join(".."), false),
+        ("read".into(), root.join("../../etc/passwd"), false),
+        ("read".into(), PathBuf::from("../etc/passwd"), false),
+        ("write".into(), root.join(".toolgate-escape-probe"), true),
+        (
+            "write".into(),
+            PathBuf::from("/tmp/toolgate-escape-probe"),
+            true,
+        ),
+    ];
+    if let Some(p) = path {
+        attempts.push(("read".into(), PathBuf::from(p), false));
+    }
+    let mut lines = Vec::new();
+    let mut records = Vec::new();
+    let mut succeeded = 0;
+    for (kind, target, write) in &attempts {
+        let (ok, detail) = if *write {
+            attempt_write(target)
+        } else {
+            attempt_read(target)
+        };
+        if ok {
+            succeeded += 1;
+        }
+        lines.push(format!(
+            "{kind} {}: {} ({detail})",
+            target.display(),
+            if ok { "SUCCEEDED" } else { "failed" }
+        ));
+        records.push(
+            json!({"op": kind, "target": target.display().to_string(), "ok": ok, "detail": detail}),
+        );
+    }
+    Output::new(
+        format!(
+            "{succeeded} of {} escape attempts succeeded",
+            attempts.len()
+        ),
+        lines.join("\n"),
+    )
+    .data(json!({"succeeded": succeeded, "attempts": records}))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ok_mode() {
+        let cx = Context::for_tests("/nonexistent-root", 1024, &[]);
+        let o = run(&json!({"mode": "ok"}), &cx).unwrap();
+        assert!(format!("{o:?}").contains("content: \"ok\""));
+    }
+
+    #[test]
+    fn unknown_mode_is_bad_input() {
+        let cx = Context::for_tests("/nonexistent-root", 1024, &[]);
+        assert!(run(&json!({"mode": "nope"}), &cx).is_err());
+    }
+
+    #[test]
+    fn escape_reports_each_attempt() {
+        let cx = Context::for_tests("/nonexistent-root", 1024, &[]);
+        let o = run(
+            &json!({"mode": "escape", "path": "/nonexistent-root/x"}),
+            &cx,
+        )
+        .unwrap();
+        let dbg = format!("{o:?}");
+        assert!(dbg.contains("read /etc/passwd"), "{dbg}");
+        assert!(dbg.contains("read /nonexistent-root/x: failed"), "{dbg}");
+    }
+}

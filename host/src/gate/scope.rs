@@ -1,0 +1,283 @@
+//! Stage 2 of the ladder: every path argument is normalised against the workspace, its nearest
+//! existing ancestor canonicalised (symlinks resolved), and must stay inside the workspace and
+//! off the deny-list (secrets, the host's own state).
+
+use crate::error::{Error, Result};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use std::path::{Component, Path, PathBuf};
+
+/// Where the workspace root is mounted inside every sandbox.
+pub const GUEST_ROOT: &str = "/workspace";
+
+/// The directory under the workspace that holds the host's own state.
+pub const STATE_DIR: &str = ".toolgate";
+
+/// The one place under [`STATE_DIR`] a tool may read: saved full outputs.
+pub const OUTPUTS_DIR: &str = ".toolgate/outputs";
+
+/// Secrets denied to every tool by default (workspace-relative globs; a `**/` prefix matches at
+/// any depth). The spec's `id_*` is narrowed to SSH key names so `id_map.rs` stays readable.
+pub const DEFAULT_SECRETS: &[&str] = &[
+    "**/.env",
+    "**/.env.*",
+    "**/*.pem",
+    "**/*.key",
+    "**/*.p12",
+    "**/*.pfx",
+    "**/id_rsa*",
+    "**/id_dsa*",
+    "**/id_ecdsa*",
+    "**/id_ed25519*",
+    "**/.ssh",
+    "**/.ssh/**",
+    "**/.aws",
+    "**/.aws/**",
+    "**/.gnupg",
+    "**/.gnupg/**",
+    "**/.netrc",
+    "**/.git-credentials",
+    "**/.npmrc",
+    "**/.pypirc",
+    "**/.docker/config.json",
+];
+
+/// How a path is going to be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Read or list.
+    Read,
+    /// Create or change.
+    Write,
+}
+
+/// A path that passed the scope check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScopedPath {
+    /// Canonical host path (the nearest existing ancestor canonicalised, the rest appended).
+    pub host: PathBuf,
+    /// Relative to the workspace root, `/`-separated; `.` for the root.
+    pub rel: String,
+    /// The same path as the guest sees it.
+    pub guest: String,
+}
+
+/// Why a path was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScopeDenial {
+    /// What was refused and why.
+    pub reason: String,
+    /// What would make it work.
+    pub hint: String,
+}
+
+/// The workspace: its canonical root and the deny-list.
+#[derive(Debug)]
+pub struct Workspace {
+    root: PathBuf,
+    secrets: GlobSet,
+    secret_patterns: Vec<String>,
+}
+
+impl Workspace {
+    /// Open the workspace at `root` with the default secrets plus `extra_secrets`.
+    pub fn new(root: &Path, extra_secrets: &[String]) -> Result<Self> {
+        let root = root.canonicalize().map_err(|e| Error::Workspace {
+            path: root.to_path_buf(),
+            message: format!("cannot be opened: {e}"),
+        })?;
+        if !root.is_dir() {
+            return Err(Error::Workspace {
+                path: root,
+                message: "is not a directory".into(),
+            });
+        }
+        let mut patterns: Vec<String> = DEFAULT_SECRETS.iter().map(|s| s.to_string()).collect();
+        patterns.extend(extra_secrets.iter().cloned());
+        let mut set = GlobSetBuilder::new();
+        for p in &patterns {
+            let glob = GlobBuilder::new(p)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| Error::Workspace {
+                    path: root.clone(),
+                    message: format!("secret pattern `{p}` is not a valid glob: {e}"),
+                })?;
+            set.add(glob);
+        }
+        let secrets = set.build().map_err(|e| Error::Workspace {
+            path: root.clone(),
+            message: format!("secret patterns: {e}"),
+        })?;
+        Ok(Workspace {
+            root,
+            secrets,
+            secret_patterns: patterns,
+        })
+    }
+
+    /// The canonical workspace root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The host's state directory, `<root>/.toolgate`.
+    pub fn state_dir(&self) -> PathBuf {
+        self.root.join(STATE_DIR)
+    }
+
+    /// Globs a walking guest must skip: the secrets and the host's state directory.
+    pub fn guest_denied_globs(&self) -> Vec<String> {
+        let mut globs = self.secret_patterns.clone();
+        globs.push(STATE_DIR.to_string());
+        globs.push(format!("{STATE_DIR}/**"));
+        globs
+    }
+
+    /// Whether the workspace-relative path is a secret.
+    pub fn is_secret(&self, rel: &str) -> bool {
+        self.secrets.is_match(rel)
+    }
+
+    /// Check `raw` (relative to the workspace, or absolute) for `access`.
+    pub fn scope(&self, raw: &str, access: Access) -> Result<ScopedPath, ScopeDenial> {
+        if raw.contains('\0') {
+            return Err(ScopeDenial {
+                reason: "the path contains a NUL byte".into(),
+                hint: "pass a plain path".into(),
+            });
+        }
+        let given = Path::new(raw);
+        let joined = if given.is_absolute() {
+            given.to_path_buf()
+        } else {
+            self.root.join(given)
+        };
+        let normal = normalize(&joined);
+        let host = canonicalize_existing_prefix(&normal);
+        let Ok(rel_path) = host.strip_prefix(&self.root) else {
+            return Err(ScopeDenial {
+                reason: format!(
+                    "`{raw}` resolves to {}, which is outside the workspace {}",
+                    host.display(),
+                    self.root.display()
+                ),
+                hint: "use a path inside the workspace; symlinks are followed before this check"
+                    .into(),
+            });
+        };
+        let rel = if rel_path.as_os_str().is_empty() {
+            ".".to_string()
+        } else {
+            rel_path.to_string_lossy().replace('\\', "/")
+        };
+        if let Some(denial) = self.deny_listed(raw, &rel, access) {
+            return Err(denial);
+        }
+        let guest = if rel == "." {
+            GUEST_ROOT.to_string()
+        } else {
+            format!("{GUEST_ROOT}/{rel}")
+        };
+        Ok(ScopedPath { host, rel, guest })
+    }
+
+    fn deny_listed(&self, raw: &str, rel: &str, access: Access) -> Option<ScopeDenial> {
+        let state = rel == STATE_DIR || rel.starts_with(&format!("{STATE_DIR}/"));
+        if state {
+            let outputs = rel.starts_with(&format!("{OUTPUTS_DIR}/"));
+            if !(outputs && access == Access::Read) {
+                return Some(ScopeDenial {
+                    reason: format!("`{raw}` is toolgate's own state ({STATE_DIR}/), which no tool may touch"),
+                    hint: format!("only files under {OUTPUTS_DIR}/ can be read; manage state with the toolgate CLI"),
+                });
+            }
+        }
+        // The path itself and every ancestor, so `.ssh/config` is caught by `**/.ssh`.
+        let mut candidate = Some(rel);
+        while let Some(c) = candidate {
+            if c != "." && self.is_secret(c) {
+                return Some(ScopeDenial {
+                    reason: format!("`{raw}` matches the secrets deny-list (`{c}`)"),
+                    hint: "secrets are never given to tools; if this file is not a secret, remove its pattern from `secrets` in .toolgate/policy.toml".into(),
+                });
+            }
+            candidate = c.rfind('/').map(|i| &c[..i]);
+        }
+        None
+    }
+}
+
+/// Lexically resolve `.` and `..` (a `..` at the filesystem root stays at the root).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Canonicalise the longest existing prefix of `path` and append the rest.
+fn canonicalize_existing_prefix(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        if let Ok(canon) = existing.canonicalize() {
+            let mut out = canon;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (existing.file_name().map(|n| n.to_os_string()), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ws() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/main.rs"), "fn main() {}").unwrap();
+        let ws = Workspace::new(dir.path(), &[]).unwrap();
+        (dir, ws)
+    }
+
+    #[test]
+    fn table() {
+        let (_d, ws) = ws();
+        let cases: &[(&str, Access, bool)] = &[
+            ("src/main.rs", Access::Read, true),
+            ("./src/../src/main.rs", Access::Read, true),
+            ("src/new/file.rs", Access::Write, true),
+            ("../etc/passwd", Access::Read, false),
+            ("/etc/passwd", Access::Read, false),
+            (".env", Access::Read, false),
+            ("config/.env.local", Access::Read, false),
+            (".ssh/config", Access::Read, false),
+            ("keys/server.pem", Access::Read, false),
+            ("src/id_map.rs", Access::Read, true),
+            (".toolgate/state.db", Access::Read, false),
+            (".toolgate/outputs/x.txt", Access::Read, true),
+            (".toolgate/outputs/x.txt", Access::Write, false),
+            (".toolgate", Access::Read, false),
+            (".", Access::Read, true),
+        ];
+        for (raw, access, ok) in cases {
+            assert_eq!(ws.scope(raw, *access).is_ok(), *ok, "{raw} {access:?}");
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! The sandbox: one wasmtime engine, compiled components cached on disk, and a fresh store per
+//! call whose WASI context holds exactly the capabilities the gate granted.
+
+mod cache;
+mod limits;
+mod wasi;
+
+pub use limits::Limits;
+pub use wasi::{Capabilities, Preopen};
+
+use crate::error::{Error, Result};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use wasmtime::component::{Linker, ResourceTable};
+use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder, Trap};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// The WIT bindings of the `toolgate:tool` world, version 0.1.0.
+pub(crate) mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../tools-wit/wit/since_v0.1.0",
+        world: "tool",
+        exports: { default: async },
+    });
+}
+
+pub(crate) use bindings::toolgate::tool::types as wit;
+
+/// How often the epoch ticks. Deadlines are counted in ticks, so a deadline overshoots by at
+/// most about one tick.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Per-store state: the call's WASI context and resource table, and its limits.
+pub(crate) struct CallState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limits: StoreLimits,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl bindings::toolgate::tool::types::Host for CallState {}
+
+/// A component compiled and linked, ready to be instantiated once per call.
+#[derive(Clone)]
+pub struct Loaded {
+    pre: bindings::ToolPre<CallState>,
+    /// The interfaces the component imports, e.g. `wasi:filesystem/types@0.2.6`.
+    pub imports: Vec<String>,
+    /// Hex sha256 of the component's bytes.
+    pub digest: String,
+}
+
+/// What a guest returned from a call that ran to completion.
+pub enum GuestResult {
+    /// The tool succeeded.
+    Output(wit::Output),
+    /// The tool reported a structured error.
+    ToolError(wit::ToolError),
+}
+
+/// The engine and linker shared by every call.
+pub struct Sandbox {
+    engine: Engine,
+    linker: Linker<CallState>,
+    cache: cache::ArtifactCache,
+    stop_ticker: Arc<AtomicBool>,
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.stop_ticker.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Sandbox {
+    /// Create the engine, the WASI linker and the epoch ticker. `cache_dir` holds compiled
+    /// artifacts (`None`: the user's cache directory).
+    pub fn new(cache_dir: Option<PathBuf>) -> Result<Self> {
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            .epoch_interruption(true)
+            .cranelift_opt_level(wasmtime::OptLevel::Speed);
+        let engine = Engine::new(&config).map_err(|e| Error::Sandbox(format!("{e:#}")))?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| Error::Sandbox(format!("linking WASI: {e:#}")))?;
+        bindings::Tool::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| Error::Sandbox(format!("linking toolgate:tool: {e:#}")))?;
+
+        let stop_ticker = Arc::new(AtomicBool::new(false));
+        {
+            let engine = engine.clone();
+            let stop = stop_ticker.clone();
+            std::thread::Builder::new()
+                .name("toolgate-epoch".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(EPOCH_TICK);
+                        engine.increment_epoch();
+                    }
+                })
+                .map_err(|e| Error::Sandbox(format!("starting the epoch ticker: {e}")))?;
+        }
+        let cache = cache::ArtifactCache::new(cache_dir, &engine);
+        Ok(Sandbox {
+            engine,
+            linker,
+            cache,
+            stop_ticker,
+        })
+    }
+
+    /// Compile (or load from the artifact cache) and link a component.
+    pub fn load(&self, name: &str, bytes: &[u8]) -> Result<Loaded> {
+        let (component, digest) = self.cache.load(&self.engine, name, bytes)?;
+        let imports = component
+            .component_type()
+            .imports(&self.engine)
+            .map(|(name, _)| name.to_string())
+            .collect();
+        let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| {
+            Error::ComponentLoad {
+                name: name.to_string(),
+                message: format!("{e:#}"),
+            }
+        })?;
+        let pre = bindings::ToolPre::new(instance_pre).map_err(|e| Error::ComponentLoad {
+            name: name.to_string(),
+            message: format!("it does not export the toolgate:tool@0.1.0 world: {e:#}"),
+        })?;
+        Ok(Loaded {
+            pre,
+            imports,
+            digest,
+        })
+    }
+
+    /// Ask a loaded component to describe itself, with no capabilities at all.
+    pub async fn describe(&self, loaded: &Loaded, limits: &Limits) -> Result<wit::Descriptor> {
+        let mut store = self.store(&Capabilities::none(), limits)?;
+        let tool = loaded
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| classify(e, limits))?;
+        tool.call_describe(&mut store)
+            .await
+            .map_err(|e| classify(e, limits))
+    }
+
+    /// Run one call in a fresh store with exactly `caps`, under `limits`.
+    pub async fn call(
+        &self,
+        loaded: &Loaded,
+        caps: &Capabilities,
+        limits: &Limits,
+        input: &str,
+        context: &wit::CallContext,
+    ) -> Result<GuestResult> {
+        let mut store = self.store(caps, limits)?;
+        let tool = loaded
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| classify(e, limits))?;
+        let result = tool
+            .call_call(&mut store, input, context)
+            .await
+            .map_err(|e| classify(e, limits))?;
+        Ok(match result {
+            Ok(output) => {
+                let size = output.content.len() + output.data.len() + output.summary.len();
+                if size > limits.max_result_bytes {
+                    return Err(Error::Limit {
+                        limit: "max_result_bytes",
+                        message: format!(
+                            "the tool returned {size} bytes, more than the {} byte result limit",
+                            limits.max_result_bytes
+                        ),
+                    });
+                }
+                GuestResult::Output(output)
+            }
+            Err(error) => GuestResult::ToolError(error),
+        })
+    }
+
+    fn store(&self, caps: &Capabilities, limits: &Limits) -> Result<Store<CallState>> {
+        let wasi = caps.build_ctx()?;
+        let store_limits = StoreLimitsBuilder::new()
+            .memory_size(limits.max_memory_bytes)
+            .trap_on_grow_failure(true)
+            .build();
+        let mut store = Store::new(
+            &self.engine,
+            CallState {
+                wasi,
+                table: ResourceTable::new(),
+                limits: store_limits,
+            },
+        );
+        store.limiter(|s| &mut s.limits);
+        store.set_epoch_deadline(limits.deadline_ticks(EPOCH_TICK));
+        store.epoch_deadline_trap();
+        Ok(store)
+    }
+}
+
+/// Turn a wasmtime error into the limit it hit, or a trap with the guest's reason.
+fn classify(error: wasmtime::Error, limits: &Limits) -> Error {
+    if let Some(trap) = error.downcast_ref::<Trap>() {
+        match trap {
+            Trap::Interrupt => {
+                return Error::Limit {
+                    limit: "timeout_ms",
+                    message: format!(
+                        "the tool ran longer than its {} ms deadline and was stopped",
+                        limits.timeout.as_millis()
+                    ),
+                }
+            }
+            Trap::StackOverflow => {
+                return Error::Limit {
+                    limit: "stack",
+                    message: "the tool overflowed its stack (unbounded recursion?) and was stopped"
+                        .to_string(),
+                }
+            }
+            _ => {}
+        }
+    }
+    let text = format!("{error:#}");
+    if text.contains("growing memory") || text.contains("memory minimum size") {
+        return Error::Limit {
+            limit: "max_memory_bytes",
+            message: format!(
+                "the tool tried to use more than its {} byte memory limit and was stopped",
+                limits.max_memory_bytes
+            ),
+        };
+    }
+    Error::Trap(text)
+}

@@ -1,0 +1,127 @@
+//! The workspace's state database, `.toolgate/state.db` (SQLite, WAL): audit events, read
+//! records for read-before-write, and file history.
+
+mod audit;
+mod history;
+mod reads;
+
+pub use audit::{redact, AuditEvent, AuditQuery};
+pub use history::FileVersion;
+pub use reads::FileStamp;
+
+use crate::error::{Error, Result};
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sessions (
+    name TEXT PRIMARY KEY,
+    created_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS reads (
+    session TEXT NOT NULL,
+    path TEXT NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    PRIMARY KEY (session, path)
+);
+CREATE TABLE IF NOT EXISTS file_versions (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    content BLOB,
+    call_id TEXT,
+    at_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS file_versions_path ON file_versions (path, id);
+CREATE TABLE IF NOT EXISTS audit (
+    id INTEGER PRIMARY KEY,
+    call_id TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    session TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    event TEXT NOT NULL,
+    detail TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_call ON audit (call_id);
+CREATE INDEX IF NOT EXISTS audit_time ON audit (at_ms);
+";
+
+/// The state database of one workspace.
+pub struct StateDb {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+impl StateDb {
+    /// Open (creating if needed) the database at `path`.
+    pub fn open(path: &Path) -> Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        let conn = Connection::open(path).map_err(|e| state_err(path, e))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(|e| state_err(path, e))?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(|e| state_err(path, e))?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(|e| state_err(path, e))?;
+        conn.execute_batch(SCHEMA).map_err(|e| state_err(path, e))?;
+        Ok(StateDb {
+            path: path.to_path_buf(),
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves SQLite consistent (every write is one
+        // statement or transaction), so a poisoned lock is still usable.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn err(&self, e: rusqlite::Error) -> Error {
+        state_err(&self.path, e)
+    }
+
+    /// Forget a session: its read records. Returns how many records were dropped.
+    pub fn forget_session(&self, session: &str) -> Result<usize> {
+        let conn = self.conn();
+        let n = conn
+            .execute("DELETE FROM reads WHERE session = ?1", [session])
+            .map_err(|e| self.err(e))?;
+        conn.execute("DELETE FROM sessions WHERE name = ?1", [session])
+            .map_err(|e| self.err(e))?;
+        Ok(n)
+    }
+
+    /// Record that a session exists (first use).
+    pub fn touch_session(&self, session: &str) -> Result<()> {
+        self.conn()
+            .execute(
+                "INSERT OR IGNORE INTO sessions (name, created_ms) VALUES (?1, ?2)",
+                rusqlite::params![session, now_ms()],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+}
+
+fn state_err(path: &Path, e: rusqlite::Error) -> Error {
+    Error::State {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}

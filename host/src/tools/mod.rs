@@ -1,0 +1,8 @@
+//! The tools the host can run: built-in components carried in the binary and extra
+//! components loaded from files, their descriptors as the host sees them, and observations.
+
+pub mod observation;
+pub mod registry;
+
+pub use observation::{Observation, Status, Total};
+pub use registry::{Ceiling, Registry, Risk, ToolInfo};

@@ -1,0 +1,186 @@
+//! The observation: the one JSON object every call returns, also on failure.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// How a call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The tool ran and succeeded.
+    Ok,
+    /// The input was bad, the tool failed, or a limit stopped it.
+    Error,
+    /// The gate refused the call.
+    Denied,
+    /// The call waits for an approval.
+    NeedsApproval,
+}
+
+impl Status {
+    /// The name used in JSON and the audit log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Error => "error",
+            Status::Denied => "denied",
+            Status::NeedsApproval => "needs_approval",
+        }
+    }
+}
+
+/// How much was seen against how much was returned, for one unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Total {
+    /// Seen in all.
+    pub seen: u64,
+    /// Returned in `content`.
+    pub returned: u64,
+}
+
+/// The result of one call, as the model and the user see it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// The tool called.
+    pub tool: String,
+    /// How the call ended.
+    pub status: Status,
+    /// One line saying what happened.
+    pub summary: String,
+    /// The text the model reads.
+    pub content: String,
+    /// Whether `content` is a preview of something larger.
+    pub truncated: bool,
+    /// Seen vs returned per unit (`lines`, `bytes`, `matches`, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub totals: BTreeMap<String, Total>,
+    /// Workspace-relative file holding the whole output when the host cut it; `read` can page
+    /// through it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_output_ref: Option<String>,
+    /// Tool-specific structured data.
+    #[serde(default)]
+    pub data: Value,
+    /// The id of this call's audit events.
+    pub audit_id: String,
+    /// A stable code for errors (`schema`, `not-found`, `timeout`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    /// Why the call was denied or failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What would allow it, or how to fix it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// Which ladder stage decided a denial (`schema`, `scope`, `mode`, `rules`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+    /// Set on denials: the agent should stop and hand the turn back to the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_turn: Option<bool>,
+}
+
+impl Observation {
+    /// An empty observation for `tool` with `status`.
+    pub fn new(tool: &str, status: Status, audit_id: &str) -> Self {
+        Observation {
+            tool: tool.to_string(),
+            status,
+            summary: String::new(),
+            content: String::new(),
+            truncated: false,
+            totals: BTreeMap::new(),
+            full_output_ref: None,
+            data: Value::Null,
+            audit_id: audit_id.to_string(),
+            error_code: None,
+            reason: None,
+            hint: None,
+            stage: None,
+            stop_turn: None,
+        }
+    }
+
+    /// An `error` observation: `code`, a message the model can act on, and a hint.
+    pub fn error(tool: &str, audit_id: &str, code: &str, message: String, hint: Option<String>) -> Self {
+        let mut o = Observation::new(tool, Status::Error, audit_id);
+        o.summary = first_line(&message);
+        o.content = match &hint {
+            Some(h) => format!("error: {message}\nhint: {h}"),
+            None => format!("error: {message}"),
+        };
+        o.error_code = Some(code.to_string());
+        o.reason = Some(message);
+        o.hint = hint;
+        o
+    }
+
+    /// A `denied` observation from ladder stage `stage`.
+    pub fn denied(tool: &str, audit_id: &str, stage: &str, reason: String, hint: String) -> Self {
+        let mut o = Observation::new(tool, Status::Denied, audit_id);
+        o.summary = format!("denied: {}", first_line(&reason));
+        o.content = format!("denied ({stage}): {reason}\nhint: {hint}");
+        o.reason = Some(reason);
+        o.hint = Some(hint);
+        o.stage = Some(stage.to_string());
+        o.stop_turn = Some(true);
+        o
+    }
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or_default().to_string()
+}
+
+/// Cut `content` to `max` bytes keeping the head and the tail, with a visible marker saying
+/// how much was left out and where the whole is. Returns `None` when it already fits.
+pub fn cut_head_tail(content: &str, max: usize, full_ref: &str) -> Option<String> {
+    if content.len() <= max {
+        return None;
+    }
+    let marker_room = 200;
+    let keep = max.saturating_sub(marker_room);
+    let head_len = floor_boundary(content, keep * 2 / 3);
+    let tail_start = ceil_boundary(content, content.len() - (keep - head_len).min(content.len()));
+    let head = &content[..head_len];
+    let tail = &content[tail_start.max(head_len)..];
+    let omitted = content.len() - head.len() - tail.len();
+    let omitted_lines = content[head_len..tail_start.max(head_len)].lines().count();
+    Some(format!(
+        "{head}\n[... truncated: {omitted} bytes ({omitted_lines} lines) omitted; the whole output is in {full_ref}: read it with offset/limit ...]\n{tail}"
+    ))
+}
+
+fn floor_boundary(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_boundary(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_keeps_head_and_tail_and_says_so() {
+        let text: String = (0..10_000).map(|i| format!("line {i}\n")).collect();
+        let cut = cut_head_tail(&text, 4096, ".toolgate/outputs/x.txt").unwrap();
+        assert!(cut.len() <= 4096 + 200, "{}", cut.len());
+        assert!(cut.starts_with("line 0\n"));
+        assert!(cut.trim_end().ends_with("line 9999"));
+        assert!(cut.contains("truncated"));
+        assert!(cut.contains(".toolgate/outputs/x.txt"));
+        assert_eq!(cut_head_tail("short", 4096, "x"), None);
+    }
+}
