@@ -45,6 +45,9 @@ pub enum Error {
         /// What failed.
         message: String,
     },
+    /// The policy (or a `--grant`) has problems; each line names the file and line.
+    #[error("policy:\n{0}")]
+    Policy(String),
     /// The workspace is not usable.
     #[error("workspace {}: {message}", path.display())]
     Workspace {

@@ -7,6 +7,7 @@
 //! database.
 //!
 //! - [`gate`]: the ladder, from schema to decision, and the call pipeline.
+//! - [`policy`]: policy files, key patterns and rules, project grants.
 //! - [`sandbox`]: the engine, the artifact cache, capabilities -> WASI context, limits.
 //! - [`tools`]: the registry of components and the observation format.
 //! - [`state`]: SQLite state: audit, read records, file history.
@@ -14,6 +15,7 @@
 pub mod error;
 pub mod fsutil;
 pub mod gate;
+pub mod policy;
 pub mod sandbox;
 pub mod state;
 pub mod tools;

@@ -1,1 +1,194 @@
-fn main(){}
+//! Benchmarks of what makes toolgate fast or slow, printed as a table (`cargo bench`):
+//!
+//! 1. per-call overhead: `read` of a 35-byte file through the whole gate on a warm host
+//!    (p50/p99 over many calls), and the bare sandbox call without the gate;
+//! 2. search throughput: `grep` and `glob` over a large real tree, side by side with ripgrep
+//!    (`rg -j1` and `rg`) in the same run, with the ratios.
+//!
+//! The tree is `$TOOLGATE_BENCH_TREE`, else the local cargo registry sources. ripgrep is
+//! installed from Debian's packages when missing (root only); without it the ratios are skipped.
+
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+use toolgate::sandbox::Limits;
+use toolgate::{Gate, GateOptions, Status};
+
+fn main() {
+    // Errors capture backtraces when this is set, which distorts timings.
+    std::env::remove_var("RUST_BACKTRACE");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    runtime.block_on(run());
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+fn cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("component-cache")
+}
+
+async fn run() {
+    per_call().await;
+    search().await;
+}
+
+async fn per_call() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("small.txt"), "hello from a thirty-five byte file\n").expect("write");
+    let gate = Gate::open(GateOptions {
+        workspace: dir.path().to_path_buf(),
+        cache_dir: Some(cache_dir()),
+        ..GateOptions::default()
+    })
+    .await
+    .expect("gate");
+    let input = json!({"path": "small.txt"});
+    for _ in 0..200 {
+        let o = gate.call("bench", "read", input.clone()).await;
+        assert_eq!(o.status, Status::Ok, "{o:?}");
+    }
+    let n = 3000;
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let o = gate.call("bench", "read", input.clone()).await;
+        times.push(t.elapsed());
+        debug_assert_eq!(o.status, Status::Ok);
+    }
+    times.sort();
+    println!("per-call overhead: `read` of a 35-byte file through the gate, warm host, {n} calls");
+    println!(
+        "  p50 {:>8.1} µs   p99 {:>8.1} µs   (target p50 <= 100 µs)",
+        percentile(&times, 0.5).as_secs_f64() * 1e6,
+        percentile(&times, 0.99).as_secs_f64() * 1e6
+    );
+}
+
+fn tree() -> Option<PathBuf> {
+    if let Some(t) = std::env::var_os("TOOLGATE_BENCH_TREE") {
+        return Some(PathBuf::from(t));
+    }
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
+    let src = home.join("registry").join("src");
+    std::fs::read_dir(&src).ok()?.flatten().map(|e| e.path()).find(|p| p.is_dir())
+}
+
+fn ensure_rg() -> bool {
+    if Command::new("rg").arg("--version").output().is_ok() {
+        return true;
+    }
+    eprintln!("ripgrep missing: installing it from Debian's packages");
+    let ok = Command::new("sh")
+        .args(["-c", "apt-get update -qq && apt-get install -y -qq ripgrep"])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    ok && Command::new("rg").arg("--version").output().is_ok()
+}
+
+fn time_cmd(args: &[&str], dir: &Path, runs: usize) -> Duration {
+    let mut best = Duration::MAX;
+    for _ in 0..runs {
+        let t = Instant::now();
+        let out = Command::new(args[0]).args(&args[1..]).current_dir(dir).output().expect("run");
+        let e = t.elapsed();
+        assert!(out.status.code().is_some());
+        best = best.min(e);
+    }
+    best
+}
+
+async fn search() {
+    let Some(tree) = tree() else {
+        println!("search: no tree (set TOOLGATE_BENCH_TREE); skipped");
+        return;
+    };
+    // The tree is a workspace whose .toolgate/ state would land inside it: use a copy-free
+    // approach by giving the gate a private state dir.
+    let files = walk_count(&tree);
+    println!("\nsearch over {} ({} files)", tree.display(), files);
+    let state = tempfile::tempdir().expect("tempdir");
+    let gate = Gate::open(GateOptions {
+        workspace: tree.clone(),
+        state_dir: Some(state.path().to_path_buf()),
+        cache_dir: Some(cache_dir()),
+        limits: Limits {
+            timeout: Duration::from_secs(600),
+            ..Limits::default()
+        },
+        ..GateOptions::default()
+    })
+    .await
+    .expect("gate");
+    let rg = ensure_rg();
+    let runs = 3;
+    for (label, pattern) in [("rare literal", "unsafe impl Send for"), ("no match", "zqxj_no_such_text"), ("regex", r"fn \w+_unchecked\(")] {
+        let mut best = Duration::MAX;
+        let mut matches = 0;
+        for _ in 0..runs {
+            let t = Instant::now();
+            let o = gate.call("bench", "grep", json!({"pattern": pattern, "max_matches": 1000})).await;
+            best = best.min(t.elapsed());
+            assert_eq!(o.status, Status::Ok, "{}", o.content);
+            matches = o.totals.get("matches").map(|t| t.seen).unwrap_or(0);
+        }
+        print!("  grep {label:<13} {:>8.0} ms ({matches} lines)", best.as_secs_f64() * 1e3);
+        if rg {
+            let j1 = time_cmd(&["rg", "-j1", "--hidden", "-c", pattern, "."], &tree, runs);
+            let jn = time_cmd(&["rg", "--hidden", "-c", pattern, "."], &tree, runs);
+            print!(
+                "   rg -j1 {:>7.0} ms  rg {:>7.0} ms   ratio vs rg -j1 {:.2}x, vs rg {:.2}x",
+                j1.as_secs_f64() * 1e3,
+                jn.as_secs_f64() * 1e3,
+                best.as_secs_f64() / j1.as_secs_f64(),
+                best.as_secs_f64() / jn.as_secs_f64()
+            );
+        }
+        println!();
+    }
+    let mut best = Duration::MAX;
+    let mut found = 0;
+    for _ in 0..runs {
+        let t = Instant::now();
+        let o = gate.call("bench", "glob", json!({"pattern": "**/*.rs"})).await;
+        best = best.min(t.elapsed());
+        assert_eq!(o.status, Status::Ok, "{}", o.content);
+        found = o.totals.get("files").map(|t| t.seen).unwrap_or(0);
+    }
+    print!("  glob **/*.rs        {:>8.0} ms ({found} files)", best.as_secs_f64() * 1e3);
+    if rg {
+        let j1 = time_cmd(&["rg", "-j1", "--hidden", "--files", "-g", "*.rs", "."], &tree, runs);
+        print!(
+            "   rg -j1 --files {:>7.0} ms   ratio {:.2}x",
+            j1.as_secs_f64() * 1e3,
+            best.as_secs_f64() / j1.as_secs_f64()
+        );
+    }
+    println!();
+}
+
+fn walk_count(dir: &Path) -> usize {
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        if let Ok(rd) = std::fs::read_dir(&d) {
+            for e in rd.flatten() {
+                match e.file_type() {
+                    Ok(t) if t.is_dir() => stack.push(e.path()),
+                    Ok(_) => n += 1,
+                    Err(_) => {}
+                }
+            }
+        }
+    }
+    n
+}

@@ -1,1 +1,16 @@
+//! End-to-end tests of toolgate: every call goes through the real gate, the real sandbox and
+//! the real guest components (built by `host/build.rs`), in a fresh temporary workspace.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+mod attacks;
+mod cli;
+mod limits;
+mod state;
+mod tools_edit;
+mod tools_read;
+mod tools_search;
+mod hooks;
+mod fsguard;
+mod ladder;

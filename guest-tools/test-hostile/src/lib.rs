@@ -5,7 +5,9 @@
 //! steps touching every page (memory limit), `output` returns 64 MiB of content (output
 //! limit), `recurse` recurses without bound (stack overflow), `ok` returns `ok`, and `escape`
 //! tries to read and write outside what was granted and reports each attempt (the host tests
-//! assert that every attempt failed).
+//! assert that every attempt failed). `probe` runs a list of filesystem operations (`ops`: each
+//! `{op, path}`, `op` one of `read`, `list`, `stat`, `write`, `mkdir`, `remove`, `symlink`
+//! (with `target`), `rename` (with `to`)) and reports each result, for the deny-list tests.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -29,8 +31,22 @@ impl Tool for Hostile {
             json!({
                 "type": "object",
                 "properties": {
-                    "mode": {"type": "string", "enum": ["loop", "alloc", "output", "recurse", "ok", "escape"]},
-                    "path": {"type": "string", "description": "A path to try to read in `escape` mode."}
+                    "mode": {"type": "string", "enum": ["loop", "alloc", "output", "recurse", "ok", "escape", "probe"]},
+                    "path": {"type": "string", "description": "A path to try to read in `escape` mode."},
+                    "ops": {
+                        "type": "array",
+                        "description": "Filesystem operations to try in `probe` mode.",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "op": {"type": "string", "enum": ["read", "list", "stat", "write", "mkdir", "remove", "symlink", "rename"]},
+                                "path": {"type": "string"},
+                                "target": {"type": "string"},
+                                "to": {"type": "string"}
+                            },
+                            "required": ["op", "path"]
+                        }
+                    }
                 },
                 "required": ["mode"],
                 "additionalProperties": false
@@ -60,6 +76,7 @@ pub fn run(input: &Value, cx: &Context) -> Result<Output, ToolError> {
             Ok(Output::new("recursion ended", format!("depth {depth}")))
         }
         "escape" => Ok(escape(input.get("path").and_then(Value::as_str), cx)),
+        "probe" => Ok(probe(input)),
         other => Err(ToolError::new(
             "bad-input",
             format!("unknown mode `{other}`"),
@@ -169,6 +186,85 @@ fn escape(path: Option<&str>, cx: &Context) -> Output {
         lines.join("\n"),
     )
     .data(json!({"succeeded": succeeded, "attempts": records}))
+}
+
+/// Run each operation of `ops` and report `{op, path, ok, detail, entries?}` for each.
+fn probe(input: &Value) -> Output {
+    let ops = input
+        .get("ops")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut records = Vec::new();
+    let mut lines = Vec::new();
+    for op in &ops {
+        let kind = op.get("op").and_then(Value::as_str).unwrap_or("");
+        let path = op.get("path").and_then(Value::as_str).unwrap_or("");
+        let arg = |key: &str| {
+            op.get(key)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let mut entries: Option<Vec<String>> = None;
+        let result: std::io::Result<String> = match kind {
+            "read" => std::fs::read(path).map(|b| String::from_utf8_lossy(&b).into_owned()),
+            "list" => std::fs::read_dir(path).and_then(|rd| {
+                let mut names = Vec::new();
+                for entry in rd {
+                    names.push(entry?.file_name().to_string_lossy().into_owned());
+                }
+                names.sort();
+                let detail = names.join(",");
+                entries = Some(names);
+                Ok(detail)
+            }),
+            "stat" => std::fs::symlink_metadata(path).map(|m| format!("{} bytes", m.len())),
+            "write" => std::fs::write(path, b"probe").map(|()| "written".to_string()),
+            "mkdir" => std::fs::create_dir(path).map(|()| "created".to_string()),
+            "remove" => std::fs::remove_file(path).map(|()| "removed".to_string()),
+            "symlink" => symlink(&arg("target"), path).map(|()| "linked".to_string()),
+            "rename" => std::fs::rename(path, arg("to")).map(|()| "renamed".to_string()),
+            other => Err(std::io::Error::other(format!("unknown op `{other}`"))),
+        };
+        let (ok, detail) = match result {
+            Ok(d) => (true, d),
+            Err(e) => (false, e.to_string()),
+        };
+        lines.push(format!(
+            "{kind} {path}: {} ({detail})",
+            if ok { "ok" } else { "failed" }
+        ));
+        let mut record = json!({"op": kind, "path": path, "ok": ok, "detail": detail});
+        if let Some(names) = entries {
+            record["entries"] = json!(names);
+        }
+        records.push(record);
+    }
+    Output::new(format!("{} operations", ops.len()), lines.join("\n"))
+        .data(json!({"results": records}))
+}
+
+/// `symlink(2)` from wasi-libc (std's WASI symlink is unstable).
+#[cfg(target_os = "wasi")]
+fn symlink(target: &str, link: &str) -> std::io::Result<()> {
+    use std::ffi::{c_char, c_int, CString};
+    extern "C" {
+        fn symlink(target: *const c_char, link: *const c_char) -> c_int;
+    }
+    let target = CString::new(target).map_err(std::io::Error::other)?;
+    let link = CString::new(link).map_err(std::io::Error::other)?;
+    // SAFETY: both arguments are valid NUL-terminated strings that outlive the call.
+    if unsafe { symlink(target.as_ptr(), link.as_ptr()) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(unix)]
+fn symlink(target: &str, link: &str) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
 }
 
 #[cfg(test)]

@@ -6,11 +6,16 @@
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use serde_json::Value;
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use toolgate::gate::approval::Approver;
+use toolgate::policy::{Mode, PolicySource};
 use toolgate::state::AuditQuery;
 use toolgate::{Gate, GateOptions, Status};
+
+mod prompt;
 
 /// Exit code when the host itself failed.
 const EXIT_HOST_FAILURE: u8 = 70;
@@ -25,6 +30,18 @@ struct Cli {
     /// processes with the same name share it.
     #[arg(long, global = true, default_value = "default", env = "TOOLGATE_SESSION")]
     session: String,
+    /// Use this policy file instead of .toolgate/policy.toml.
+    #[arg(long, global = true, value_name = "FILE", conflicts_with = "preset")]
+    policy: Option<PathBuf>,
+    /// Use a shipped policy preset: default, ci, readonly.
+    #[arg(long, global = true, value_name = "NAME")]
+    preset: Option<String>,
+    /// Override the policy's mode: safe, ask, allow-all.
+    #[arg(long, global = true, value_parser = parse_mode)]
+    mode: Option<Mode>,
+    /// Allow calls matching KEY for this run (session scope), e.g. `edit:src/**`. Repeatable.
+    #[arg(long = "grant", global = true, value_name = "KEY")]
+    grants: Vec<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -37,7 +54,7 @@ enum Command {
         tool: String,
         /// The input as a JSON object, or `-` to read it from stdin.
         input: Option<String>,
-        /// Let write tools (write, edit, multiedit) run.
+        /// Shorthand for `--grant` of every write tool (write, edit, multiedit).
         #[arg(long)]
         allow_write: bool,
         /// Print the observation on one line instead of indented.
@@ -52,6 +69,16 @@ enum Command {
         /// Print JSON (name, description, schema, risk, ceiling, imports, digest).
         #[arg(long)]
         json: bool,
+    },
+    /// Check the policy and the grants file and report every problem with file and line.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
+    /// Project grants saved in .toolgate/grants.toml.
+    Grants {
+        #[command(subcommand)]
+        command: GrantsCommand,
     },
     /// Manage sessions.
     Session {
@@ -78,6 +105,23 @@ enum Command {
         /// Print JSON lines.
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum PolicyCommand {
+    /// Report syntax errors, failing rule examples, unknown tools and ceiling violations.
+    Check,
+}
+
+#[derive(Subcommand)]
+enum GrantsCommand {
+    /// List project grants with their file and line.
+    List,
+    /// Remove the project grant with exactly this key.
+    Revoke {
+        /// The grant's key as listed.
+        key: String,
     },
 }
 
@@ -130,8 +174,36 @@ fn workspace(cli_ws: &Option<PathBuf>) -> Result<PathBuf> {
     }
 }
 
+fn parse_mode(s: &str) -> std::result::Result<Mode, String> {
+    Mode::parse(s).ok_or_else(|| format!("unknown mode `{s}`; use safe, ask or allow-all"))
+}
+
+fn gate_options(cli: &Cli, root: PathBuf) -> GateOptions {
+    let policy = match (&cli.policy, &cli.preset) {
+        (Some(file), _) => Some(PolicySource::File(file.clone())),
+        (None, Some(name)) => Some(PolicySource::Preset(name.clone())),
+        (None, None) => None,
+    };
+    // Ask on the terminal only when a person is there to answer.
+    let approver: Option<Arc<dyn Approver>> =
+        if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+            Some(Arc::new(prompt::TerminalApprover))
+        } else {
+            None
+        };
+    GateOptions {
+        workspace: root,
+        policy,
+        mode: cli.mode,
+        grants: cli.grants.clone(),
+        approver,
+        ..GateOptions::default()
+    }
+}
+
 async fn run(cli: Cli) -> Result<ExitCode> {
     let root = workspace(&cli.workspace)?;
+    let opts = gate_options(&cli, root.clone());
     match cli.command {
         Command::Call {
             tool,
@@ -148,10 +220,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 }
             };
             let gate = Gate::open(GateOptions {
-                workspace: root,
                 allow_writes: allow_write,
                 extra_components: components,
-                ..GateOptions::default()
+                ..opts
             })
             .await
             .context("cannot open the gate")?;
@@ -172,19 +243,16 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             }))
         }
         Command::Tools { json } => {
-            let gate = Gate::open(GateOptions {
-                workspace: root,
-                ..GateOptions::default()
-            })
-            .await
-            .context("cannot open the gate")?;
+            let gate = Gate::open(opts)
+                .await
+                .context("cannot open the gate")?;
             let mut out = std::io::stdout().lock();
             if json {
-                let tools: Vec<_> = gate.tools().collect();
+                let tools = gate.visible_tools();
                 writeln!(out, "{}", serde_json::to_string_pretty(&tools)?)?;
             } else {
                 writeln!(out, "{:<10} {:<9} {:<8} DESCRIPTION", "TOOL", "RISK", "CEILING")?;
-                for t in gate.tools() {
+                for t in gate.visible_tools() {
                     let ceiling = match t.ceiling {
                         toolgate::tools::Ceiling::Project => "project",
                         toolgate::tools::Ceiling::Session => "session",
@@ -194,6 +262,61 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 }
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Policy {
+            command: PolicyCommand::Check,
+        } => {
+            let gate = match Gate::open(opts).await {
+                Ok(gate) => gate,
+                Err(toolgate::Error::Policy(problems)) => {
+                    println!("{problems}");
+                    return Ok(ExitCode::from(1));
+                }
+                Err(e) => return Err(e).context("cannot open the gate"),
+            };
+            let problems = gate.check();
+            let origin = &gate.policy().origin;
+            if problems.is_empty() {
+                println!("{origin}: ok ({} rules, mode {})", gate.policy().rules.len(), gate.mode().as_str());
+                return Ok(ExitCode::SUCCESS);
+            }
+            for p in &problems {
+                println!("{p}");
+            }
+            let errors = problems.iter().any(|p| p.severity == "error");
+            Ok(ExitCode::from(if errors { 1 } else { 0 }))
+        }
+        Command::Grants { command } => {
+            let ws = toolgate::gate::scope::Workspace::new(&root, &[])?;
+            let grants = toolgate::policy::grants::ProjectGrants::new(ws.state_dir().join("grants.toml"));
+            match command {
+                GrantsCommand::List => match grants.list() {
+                    Ok(list) => {
+                        for (key, source) in list {
+                            println!("{key}\t{source}");
+                        }
+                        Ok(ExitCode::SUCCESS)
+                    }
+                    Err(p) => {
+                        eprintln!("toolgate: {p}");
+                        Ok(ExitCode::from(1))
+                    }
+                },
+                GrantsCommand::Revoke { key } => match grants.revoke(&key) {
+                    Ok(0) => {
+                        eprintln!("toolgate: no project grant with key `{key}` (see `toolgate grants list`)");
+                        Ok(ExitCode::from(1))
+                    }
+                    Ok(n) => {
+                        println!("revoked {n} grant(s) for `{key}`");
+                        Ok(ExitCode::SUCCESS)
+                    }
+                    Err(p) => {
+                        eprintln!("toolgate: {p}");
+                        Ok(ExitCode::from(1))
+                    }
+                },
+            }
         }
         Command::Session { command: SessionCommand::Forget } => {
             let ws = toolgate::gate::scope::Workspace::new(&root, &[])?;

@@ -1,76 +1,150 @@
 //! The gate: SPEC §5 top to bottom for one call. Validate the input, check every path's scope,
-//! decide, build the call's capabilities, run the component, and turn whatever happened into an
-//! observation. Every step is audited.
+//! walk the permission ladder (mode, rules, hooks, no-permission tools, project and session
+//! allowlists, ask), build the call's capabilities, run the component, and turn whatever happened
+//! into an observation. Every step is audited.
 
+pub mod approval;
+pub mod hooks;
 pub mod scope;
 
 use crate::error::{Error, Result};
-use crate::sandbox::{wit, Capabilities, GuestResult, Limits, Preopen, Sandbox};
+use crate::policy::grants::ProjectGrants;
+use crate::policy::rules::{CallKey, KeyPattern, RuleDecision};
+use crate::policy::{Mode, Policy, PolicySource, Problem};
+use crate::sandbox::{wit, Capabilities, FsDeny, GuestResult, Limits, Preopen, Sandbox};
 use crate::state::{redact, FileStamp, StateDb};
 use crate::tools::observation::cut_head_tail;
 use crate::tools::registry::{PathUse, RegisteredTool};
-use crate::tools::{Observation, Registry, Risk, Status, ToolInfo, Total};
+use crate::tools::{Ceiling, Observation, Registry, Risk, Status, ToolInfo, Total};
+use approval::{plain_text, Answer, ApprovalRequest, Approver, Broker};
+use hooks::{HookEvent, HookVerdict};
 use scope::{ScopedPath, Workspace, GUEST_ROOT, OUTPUTS_DIR};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 /// How to open a gate.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct GateOptions {
     /// The workspace root.
     pub workspace: PathBuf,
-    /// Per-call limits.
-    pub limits: Limits,
+    /// Per-call limits; `None`: the policy's.
+    pub limits: Option<Limits>,
     /// Where compiled components are cached (`None`: `$TOOLGATE_CACHE_DIR`, else the user's
     /// cache directory).
     pub cache_dir: Option<PathBuf>,
-    /// Let write tools run. Until the permission ladder lands this explicit switch is the only
-    /// way to enable them.
+    /// Shorthand for a session grant of every write tool (`--allow-write`).
     pub allow_writes: bool,
     /// Extra component files to serve besides the built-ins.
     pub extra_components: Vec<PathBuf>,
-    /// Secret patterns added to the default deny-list.
+    /// Secret patterns added to the default deny-list (besides the policy's).
     pub extra_secrets: Vec<String>,
+    /// Keep the state database here instead of `<workspace>/.toolgate/` (benchmarks over a
+    /// tree that must not be written to; saved outputs still go under the workspace).
+    pub state_dir: Option<PathBuf>,
+    /// The policy; `None`: `.toolgate/policy.toml` if it exists, else the `default` preset.
+    pub policy: Option<PolicySource>,
+    /// Override the policy's mode.
+    pub mode: Option<Mode>,
+    /// Session grants from the command line (`--grant KEY`), for every session of this gate.
+    pub grants: Vec<String>,
+    /// The approval surface for [`Gate::call`] (`None`: headless, asking means deny).
+    pub approver: Option<Arc<dyn Approver>>,
+    /// How long an approval request waits (default 5 minutes).
+    pub approval_expiry: Option<Duration>,
 }
 
-/// One workspace's gate: the tools, the sandbox and the state.
+/// One workspace's gate: the tools, the policy, the sandbox and the state.
 pub struct Gate {
     workspace: Workspace,
     state: StateDb,
     sandbox: Sandbox,
     registry: Registry,
-    options: GateOptions,
+    policy: Policy,
+    /// The one canonical place the mode is read from at decision time.
+    mode: RwLock<Mode>,
+    limits: Limits,
+    project_grants: ProjectGrants,
+    cli_grants: Vec<KeyPattern>,
+    broker: Arc<Broker>,
+    approver: Option<Arc<dyn Approver>>,
+    approval_expiry: Duration,
     denied_globs: Vec<String>,
+    /// Sessions already recorded in the state database by this gate.
+    known_sessions: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// The deny-list enforced inside the guest's preopens.
+    fs_deny: Arc<FsDeny>,
 }
 
 /// A ladder decision and what it is based on, as audited.
+#[derive(Clone, Debug)]
 struct Decision {
     decision: &'static str,
     stage: &'static str,
     source: String,
 }
 
-impl Gate {
-    /// Open the gate for a workspace: load the tools and the state database.
-    pub async fn open(options: GateOptions) -> Result<Self> {
-        let workspace = Workspace::new(&options.workspace, &options.extra_secrets)?;
-        let state = StateDb::open(&workspace.state_dir().join("state.db"))?;
-        let sandbox = Sandbox::new(options.cache_dir.clone())?;
-        let mut registry = Registry::builtins(&sandbox, &options.limits).await?;
-        for file in &options.extra_components {
-            registry.add_file(&sandbox, &options.limits, file).await?;
+impl Decision {
+    fn new(decision: &'static str, stage: &'static str, source: String) -> Self {
+        Decision {
+            decision,
+            stage,
+            source,
         }
+    }
+}
+
+impl Gate {
+    /// Open the gate for a workspace: load the policy, the tools and the state database. A
+    /// policy with problems stops here with every problem listed.
+    pub async fn open(options: GateOptions) -> Result<Self> {
+        let probe = Workspace::new(&options.workspace, &[])?;
+        let policy = Policy::for_workspace(&probe.state_dir(), options.policy.as_ref())
+            .map_err(|problems| Error::Policy(problems.iter().map(Problem::to_string).collect::<Vec<_>>().join("\n")))?;
+        let mut secrets = options.extra_secrets.clone();
+        secrets.extend(policy.secrets.iter().cloned());
+        let workspace = Workspace::new(&options.workspace, &secrets)?;
+        let state_dir = options
+            .state_dir
+            .clone()
+            .unwrap_or_else(|| workspace.state_dir());
+        let state = StateDb::open(&state_dir.join("state.db"))?;
+        let limits = options.limits.clone().unwrap_or_else(|| policy.limits.clone());
+        let sandbox = Sandbox::new(options.cache_dir.clone())?;
+        let mut registry = Registry::builtins(&sandbox, &limits).await?;
+        for file in &options.extra_components {
+            registry.add_file(&sandbox, &limits, file).await?;
+        }
+        let mut grant_keys = options.grants.clone();
+        if options.allow_writes {
+            grant_keys.extend(registry.iter().filter(|t| t.risk == Risk::Write).map(|t| t.name.clone()));
+        }
+        let cli_grants = grant_keys
+            .iter()
+            .map(|k| KeyPattern::parse(k).map_err(|m| Error::Policy(format!("--grant {m}"))))
+            .collect::<Result<Vec<_>>>()?;
         let denied_globs = workspace.guest_denied_globs();
+        let fs_deny = Arc::new(FsDeny::new(Workspace::new(workspace.root(), &secrets)?));
+        let project_grants = ProjectGrants::new(workspace.state_dir().join("grants.toml"));
         Ok(Gate {
+            mode: RwLock::new(options.mode.unwrap_or(policy.mode)),
             workspace,
             state,
             sandbox,
             registry,
-            options,
+            policy,
+            limits,
+            project_grants,
+            cli_grants,
+            broker: Arc::new(Broker::default()),
+            approver: options.approver.clone(),
+            approval_expiry: options.approval_expiry.unwrap_or(approval::DEFAULT_EXPIRY),
             denied_globs,
+            known_sessions: Default::default(),
+            fs_deny,
         })
     }
 
@@ -84,14 +158,108 @@ impl Gate {
         &self.state
     }
 
-    /// Every tool this gate serves.
+    /// The policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The project grants file.
+    pub fn project_grants(&self) -> &ProjectGrants {
+        &self.project_grants
+    }
+
+    /// The approval broker: answer pending requests from any surface (first answer wins).
+    pub fn broker(&self) -> &Arc<Broker> {
+        &self.broker
+    }
+
+    /// The mode now.
+    pub fn mode(&self) -> Mode {
+        *self.mode.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Change the mode; the next decision sees it, even for calls already waiting.
+    pub fn set_mode(&self, mode: Mode) {
+        *self.mode.write().unwrap_or_else(|p| p.into_inner()) = mode;
+    }
+
+    /// Every tool this gate serves, whatever the mode.
     pub fn tools(&self) -> impl Iterator<Item = &ToolInfo> {
         self.registry.iter()
     }
 
-    /// Run one call for `session`. Never fails: every outcome is an observation.
-    #[tracing::instrument(skip_all, fields(tool = %tool_name))]
+    /// The tools a client may see now: in `safe` mode only read-only tools are listed.
+    pub fn visible_tools(&self) -> Vec<&ToolInfo> {
+        let safe = self.mode() == Mode::Safe;
+        self.registry
+            .iter()
+            .filter(|t| !safe || t.risk == Risk::ReadOnly)
+            .collect()
+    }
+
+    fn visible_names(&self) -> Vec<String> {
+        self.visible_tools().iter().map(|t| t.name.clone()).collect()
+    }
+
+    /// Problems `toolgate policy check` reports beyond what stops loading: rules naming
+    /// unknown tools, and persisted allows (rules, grants) that reach a session-capped tool.
+    pub fn check(&self) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        for rule in &self.policy.rules {
+            let tool = rule.pattern.tool();
+            if tool != "*" && self.registry.get(tool).is_none() {
+                problems.push(Problem {
+                    location: rule.source.clone(),
+                    message: format!("rule `{}` names the unknown tool `{tool}`", rule.pattern.as_str()),
+                    severity: "warning",
+                });
+            }
+            if rule.decision == RuleDecision::Allow {
+                for t in self.registry.iter().filter(|t| t.ceiling == Ceiling::Session) {
+                    if tool == "*" || tool == t.name {
+                        problems.push(Problem {
+                            location: rule.source.clone(),
+                            message: format!("CeilingViolation: allow rule `{}` reaches `{}`, which is capped at session scope; it will not be honoured (use --grant)", rule.pattern.as_str(), t.name),
+                            severity: "error",
+                        });
+                    }
+                }
+            }
+        }
+        match self.project_grants.current() {
+            Err(p) => problems.push(p),
+            Ok(grants) => {
+                for g in grants {
+                    for t in self.registry.iter().filter(|t| t.ceiling == Ceiling::Session) {
+                        if g.pattern.tool() == "*" || g.pattern.tool() == t.name {
+                            problems.push(Problem {
+                                location: g.source.clone(),
+                                message: format!("CeilingViolation: grant `{}` reaches `{}`, which is capped at session scope; it will not be honoured", g.pattern.as_str(), t.name),
+                                severity: "error",
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        problems
+    }
+
+    /// Run one call for `session` with the gate's approval surface. Never fails: every outcome
+    /// is an observation.
     pub async fn call(&self, session: &str, tool_name: &str, input: Value) -> Observation {
+        self.call_with(session, tool_name, input, self.approver.clone()).await
+    }
+
+    /// Run one call for `session`, asking `approver` when the ladder asks.
+    #[tracing::instrument(skip_all, fields(tool = %tool_name))]
+    pub async fn call_with(
+        &self,
+        session: &str,
+        tool_name: &str,
+        input: Value,
+        approver: Option<Arc<dyn Approver>>,
+    ) -> Observation {
         let call_id = new_call_id();
         let started = Instant::now();
         let input_sha = hex::encode(Sha256::digest(input.to_string().as_bytes()));
@@ -99,22 +267,19 @@ impl Gate {
             "intent",
             json!({ "input": redact(&input), "input_sha256": input_sha }),
         )];
-        let _ = self.state.touch_session(session);
+        self.touch_session(session);
 
-        let observation = match self.prepare(session, tool_name, input, &call_id) {
+        let observation = match self.prepare(session, tool_name, input, &call_id, approver).await {
             Err((decision, observation)) => {
                 events.push(("decision", decision_event(&decision, &observation)));
                 observation
             }
             Ok(prepared) => {
-                let decision = Decision {
-                    decision: "allow",
-                    stage: prepared.stage,
-                    source: prepared.source.clone(),
-                };
-                events.push(("decision", json!({
-                    "decision": decision.decision, "stage": decision.stage, "source": decision.source,
-                })));
+                let d = &prepared.decision;
+                events.push((
+                    "decision",
+                    json!({ "decision": d.decision, "stage": d.stage, "source": d.source }),
+                ));
                 events.push(("started", json!({})));
                 if let Err(e) = self.state.audit(&call_id, session, tool_name, &events) {
                     tracing::warn!(error = %e, "audit write failed");
@@ -140,52 +305,185 @@ impl Gate {
         observation
     }
 
-    /// Stages 1–2 and the decision: everything before the guest runs.
-    fn prepare(
+    fn touch_session(&self, session: &str) {
+        let mut known = self.known_sessions.lock().unwrap_or_else(|p| p.into_inner());
+        if !known.contains(session) && self.state.touch_session(session).is_ok() {
+            known.insert(session.to_string());
+        }
+    }
+
+    /// Stages 1–9: everything before the guest runs. `Err` carries the decision and the
+    /// observation that ends the call.
+    async fn prepare(
         &self,
         session: &str,
         tool_name: &str,
-        mut input: Value,
+        input: Value,
         call_id: &str,
+        approver: Option<Arc<dyn Approver>>,
     ) -> Result<Prepared, (Decision, Observation)> {
-        let error = |stage: &'static str, o: Observation| {
-            (
-                Decision {
-                    decision: "error",
-                    stage,
-                    source: "input".into(),
-                },
-                o,
-            )
-        };
-        let Some(tool) = self.registry.get(tool_name) else {
-            return Err(error(
-                "schema",
-                Observation::error(
-                    tool_name,
-                    call_id,
-                    "unknown-tool",
-                    format!("there is no tool `{tool_name}`"),
-                    Some(format!("available tools: {}", self.registry.names().join(", "))),
-                ),
-            ));
-        };
+        let mut input = input;
+        let mut hooks_ran = false;
+        loop {
+            let v = self.validate(tool_name, &input, call_id)?;
+            let tool = v.tool.clone();
+            let risk = tool.info.risk;
+            let key = key_for(&tool.info, &v.paths);
+            let key_text = key.to_string();
 
-        // Stage 1: schema.
-        if let Some(message) = schema_errors(&tool, &input) {
-            return Err(error(
-                "schema",
-                Observation::error(
+            // Stage 3: the mode, read from its one place at decision time.
+            let mode = self.mode();
+            if mode == Mode::Safe && risk > Risk::ReadOnly {
+                return Err(deny(
                     tool_name,
                     call_id,
-                    "schema",
-                    message,
-                    Some(format!("see `toolgate tools --json` for the input schema of `{tool_name}`")),
-                ),
-            ));
+                    "mode",
+                    "mode safe".into(),
+                    format!("`{tool_name}` is a {} tool and the mode is `safe` (read-only)", risk.as_str()),
+                    "switch the mode to `ask` (`mode = \"ask\"` in .toolgate/policy.toml or `--mode ask`)".into(),
+                ));
+            }
+
+            // Stage 4: rules, strictest wins across every rule.
+            let rule = self.policy.strictest(&key).cloned();
+            if let Some(r) = rule.as_ref().filter(|r| r.decision == RuleDecision::Deny) {
+                let reason = match &r.reason {
+                    Some(why) => format!("`{key_text}` is denied by rule `{}`: {why}", r.pattern.as_str()),
+                    None => format!("`{key_text}` is denied by rule `{}`", r.pattern.as_str()),
+                };
+                return Err(deny(
+                    tool_name,
+                    call_id,
+                    "rules",
+                    r.source.clone(),
+                    reason,
+                    format!("the deny rule at {} decides this; change that rule to allow it", r.source),
+                ));
+            }
+            let force_ask = rule.as_ref().is_some_and(|r| r.decision == RuleDecision::Ask);
+
+            // Stage 5: hooks, once; an `updated_input` is merged and re-validated from stage 1.
+            let mut hook_allow = None;
+            if !hooks_ran && self.policy.hooks.iter().any(|h| h.applies_to(tool_name)) {
+                hooks_ran = true;
+                let event = HookEvent {
+                    tool: tool_name,
+                    key: &key_text,
+                    session,
+                    input: &input,
+                    workspace: self.workspace.root(),
+                };
+                let outcome = hooks::run_pre_tool_use(&self.policy.hooks, &event).await;
+                match outcome.verdict {
+                    HookVerdict::Deny { by, reason, halt } => {
+                        let mut o = Observation::denied(
+                            tool_name,
+                            call_id,
+                            "hooks",
+                            reason,
+                            format!("the PreToolUse hook `{by}` denied this call; see its configuration in the policy"),
+                        );
+                        o.source = Some(format!("hook `{by}`"));
+                        if halt {
+                            o.data = json!({ "halt": true });
+                        }
+                        return Err((Decision::new("deny", "hooks", format!("hook `{by}`")), o));
+                    }
+                    HookVerdict::Allow { by } => hook_allow = Some(by),
+                    HookVerdict::None => {}
+                }
+                if let Some(Value::Object(patch)) = outcome.updated_input {
+                    if let Value::Object(map) = &mut input {
+                        for (k, v) in patch {
+                            map.insert(k, v);
+                        }
+                    }
+                    continue;
+                }
+            }
+
+            // Read-before-write, checked before anyone is asked about a call that cannot run.
+            let before = self.check_writes(session, &tool, &v.paths, call_id)?;
+
+            let allow = |stage: &'static str, source: String| Decision::new("allow", stage, source);
+            let decision = if risk == Risk::ReadOnly && !force_ask {
+                // Stage 6: read tools inside the scope need no grant.
+                Some(allow("no-permission", "read-only tool inside the scope".into()))
+            } else if force_ask {
+                None
+            } else if mode == Mode::AllowAll {
+                Some(allow("mode", "mode allow-all".into()))
+            } else if let Some(by) = hook_allow {
+                Some(allow("hooks", format!("hook `{by}`")))
+            } else {
+                // Stage 7: the project allowlist, after the ceiling check; then stage 8.
+                match self.project_allow(&tool.info, &key, rule.as_ref(), call_id)? {
+                    Some(d) => Some(d),
+                    None => self.session_allow(session, &key),
+                }
+            };
+            let decision = match decision {
+                Some(d) => d,
+                None => {
+                    // Stage 9: ask.
+                    let d = self
+                        .ask(session, &tool.info, &key, &v, call_id, approver.clone(), force_ask)
+                        .await?;
+                    // The file may have changed while we waited: check scope and staleness again.
+                    let again = self.validate(tool_name, &input, call_id)?;
+                    if again.input != v.input {
+                        return Err(error_decision(Observation::error(
+                            tool_name,
+                            call_id,
+                            "changed",
+                            "the call's paths resolved differently after the approval".into(),
+                            Some("retry the call".into()),
+                        )));
+                    }
+                    let before = self.check_writes(session, &tool, &v.paths, call_id)?;
+                    return Ok(Prepared {
+                        tool,
+                        input: v.input,
+                        paths: v.paths,
+                        before,
+                        decision: d,
+                    });
+                }
+            };
+            return Ok(Prepared {
+                tool,
+                input: v.input,
+                paths: v.paths,
+                before,
+                decision,
+            });
         }
+    }
 
-        // Stage 2: scope, rewriting each path to what the guest will open.
+    /// Stages 1–2: the tool exists, the input fits its schema, every path is in scope (and is
+    /// rewritten to what the guest will open).
+    fn validate(&self, tool_name: &str, input: &Value, call_id: &str) -> Result<Validated, (Decision, Observation)> {
+        let Some(tool) = self.registry.get(tool_name) else {
+            return Err(error_decision(Observation::error(
+                tool_name,
+                call_id,
+                "unknown-tool",
+                format!("there is no tool `{tool_name}`"),
+                Some(format!("available tools: {}", self.visible_names().join(", "))),
+            )));
+        };
+        if let Some(message) = schema_errors(&tool, input) {
+            let mut o = Observation::error(
+                tool_name,
+                call_id,
+                "schema",
+                message,
+                Some(format!("see `toolgate tools --json` for the input schema of `{tool_name}`")),
+            );
+            o.stage = Some("schema".into());
+            return Err(error_decision(o));
+        }
+        let mut input = input.clone();
         let mut paths = Vec::new();
         for (field, usage) in &tool.info.path_fields {
             let Some(raw) = input.get(field).and_then(Value::as_str).map(str::to_string) else {
@@ -197,125 +495,229 @@ impl Gate {
                     paths.push((field.clone(), *usage, scoped));
                 }
                 Err(denial) => {
-                    let o = Observation::denied(tool_name, call_id, "scope", denial.reason, denial.hint);
-                    return Err((
-                        Decision {
-                            decision: "deny",
-                            stage: "scope",
-                            source: format!("path `{field}`"),
-                        },
-                        o,
+                    return Err(deny(
+                        tool_name,
+                        call_id,
+                        "scope",
+                        format!("path `{field}`"),
+                        denial.reason,
+                        denial.hint,
                     ));
                 }
             }
         }
+        Ok(Validated { tool, input, paths })
+    }
 
-        // The decision. Until the permission ladder lands: read tools inside the scope need no
-        // grant; write tools need the explicit switch; nothing else runs.
-        let (stage, source) = match tool.info.risk {
-            Risk::ReadOnly => ("no-permission", "read-only tool inside the scope".to_string()),
-            Risk::Write if self.options.allow_writes => ("flag", "--allow-write".to_string()),
-            risk => {
-                let hint = match risk {
-                    Risk::Write => "write tools are off: run with `--allow-write` to enable them".to_string(),
-                    _ => format!("`{}` tools cannot run yet", risk.as_str()),
-                };
-                let o = Observation::denied(
-                    tool_name,
-                    call_id,
-                    "mode",
-                    format!("`{tool_name}` is a {} tool", risk.as_str()),
-                    hint,
-                );
-                return Err((
-                    Decision {
-                        decision: "deny",
-                        stage: "mode",
-                        source: "default".into(),
-                    },
-                    o,
-                ));
-            }
+    fn project_allow(
+        &self,
+        info: &ToolInfo,
+        key: &CallKey,
+        rule: Option<&crate::policy::Rule>,
+        call_id: &str,
+    ) -> Result<Option<Decision>, (Decision, Observation)> {
+        let persisted = match rule.filter(|r| r.decision == RuleDecision::Allow) {
+            Some(r) => Some((format!("rule `{}`", r.pattern.as_str()), r.source.clone())),
+            None => match self.project_grants.find(key) {
+                Ok(g) => g.map(|g| (format!("grant `{}`", g.pattern.as_str()), g.source)),
+                Err(problem) => {
+                    let mut o = Observation::error(
+                        &info.name,
+                        call_id,
+                        "grants-file",
+                        format!("{problem}"),
+                        Some("fix or delete .toolgate/grants.toml; until then nothing it grants is honoured".into()),
+                    );
+                    o.stage = Some("project-allowlist".into());
+                    return Err(error_decision(o));
+                }
+            },
         };
+        let Some((what, source)) = persisted else {
+            return Ok(None);
+        };
+        if info.ceiling == Ceiling::Session {
+            let mut o = Observation::error(
+                &info.name,
+                call_id,
+                "ceiling-violation",
+                format!(
+                    "CeilingViolation: {what} at {source} allows `{key}` for the whole project, but `{}` is capped at session scope (its component imports the host exec capability); it is not honoured",
+                    info.name
+                ),
+                Some(format!("remove it from {source}; allow it for one session with `--grant '{key}'` instead")),
+            );
+            o.stage = Some("project-allowlist".into());
+            o.source = Some(source.clone());
+            return Err((Decision::new("error", "project-allowlist", source), o));
+        }
+        Ok(Some(Decision::new("allow", "project-allowlist", source)))
+    }
 
-        // Read-before-write: the session must have seen the file as it is now.
+    fn session_allow(&self, session: &str, key: &CallKey) -> Option<Decision> {
+        if let Some(g) = self.cli_grants.iter().find(|g| g.matches(key)) {
+            return Some(Decision::new("allow", "session-allowlist", format!("--grant '{}'", g.as_str())));
+        }
+        let grants = self.state.session_grants(session).unwrap_or_default();
+        grants
+            .iter()
+            .filter_map(|g| KeyPattern::parse(g).ok())
+            .find(|g| g.matches(key))
+            .map(|g| Decision::new("allow", "session-allowlist", format!("session grant `{}`", g.as_str())))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn ask(
+        &self,
+        session: &str,
+        info: &ToolInfo,
+        key: &CallKey,
+        v: &Validated,
+        call_id: &str,
+        approver: Option<Arc<dyn Approver>>,
+        forced: bool,
+    ) -> Result<Decision, (Decision, Observation)> {
+        let name = info.name.as_str();
+        let key_text = key.to_string();
+        let Some(approver) = approver else {
+            let hint = if info.ceiling == Ceiling::Session {
+                format!("no one can approve here (headless); allow it for this run with `--grant '{key_text}'`")
+            } else if forced {
+                format!("an `ask` rule covers `{key_text}` and no one can approve here (headless); change that rule, or run where a person can answer")
+            } else {
+                format!(
+                    "no one can approve here (headless); allow it for this run with `--grant '{key_text}'`, or for the project with a rule in .toolgate/policy.toml: [[rules]] key = \"{key_text}\" decision = \"allow\""
+                )
+            };
+            return Err(deny(
+                name,
+                call_id,
+                "ask",
+                "headless".into(),
+                format!("`{key_text}` needs approval and there is no approval surface"),
+                hint,
+            ));
+        };
+        let mut choices = vec![Answer::Once, Answer::Session];
+        if info.ceiling == Ceiling::Project && !forced {
+            choices.push(Answer::Project);
+        }
+        choices.push(Answer::Deny);
+        let expiry = self.approval_expiry;
+        let request = ApprovalRequest {
+            id: format!("{call_id}-approval"),
+            session: session.to_string(),
+            tool: name.to_string(),
+            key: key_text.clone(),
+            description: plain_text(&describe_call(info, v)),
+            risk: info.risk,
+            input_sha256: hex::encode(Sha256::digest(v.input.to_string().as_bytes())),
+            choices: choices.clone(),
+            expires_in_secs: expiry.as_secs(),
+        };
+        let answer = self.broker.ask(Some(approver), request, expiry).await;
+        match answer {
+            Some(a) if !choices.contains(&a) => {
+                if a == Answer::Project && info.ceiling == Ceiling::Session {
+                    let mut o = Observation::error(
+                        name,
+                        call_id,
+                        "ceiling-violation",
+                        format!("CeilingViolation: `{name}` is capped at session scope; `project` is not an answer for `{key_text}`"),
+                        Some("answer `once` or `session`".into()),
+                    );
+                    o.stage = Some("ask".into());
+                    return Err((Decision::new("error", "ask", "user".into()), o));
+                }
+                Err(deny(name, call_id, "ask", "user".into(), format!("`{}` was not one of the offered answers", a.as_str()), "answer with one of the offered choices".into()))
+            }
+            Some(Answer::Once) => Ok(Decision::new("allow", "ask", "user: once".into())),
+            Some(Answer::Session) => {
+                if let Err(e) = self.state.add_session_grant(session, &key_text, None) {
+                    tracing::warn!(error = %e, "saving a session grant failed");
+                }
+                Ok(Decision::new("allow", "ask", "user: session".into()))
+            }
+            Some(Answer::Project) => match self.project_grants.add(&key_text, "prompt") {
+                Ok(()) => Ok(Decision::new("allow", "ask", "user: project".into())),
+                Err(problem) => Err(error_decision(Observation::error(
+                    name,
+                    call_id,
+                    "grants-file",
+                    problem.to_string(),
+                    Some("fix .toolgate/grants.toml and answer again".into()),
+                ))),
+            },
+            Some(Answer::Deny) => Err(deny(
+                name,
+                call_id,
+                "ask",
+                "user".into(),
+                format!("the user denied `{key_text}`"),
+                "do something else, or ask the user what they want".into(),
+            )),
+            None => Err(deny(
+                name,
+                call_id,
+                "ask",
+                "expired".into(),
+                format!("the approval request for `{key_text}` expired unanswered"),
+                "ask again when the user is there".into(),
+            )),
+        }
+    }
+
+    /// Read-before-write: the session must have seen each written file as it is now.
+    fn check_writes(
+        &self,
+        session: &str,
+        tool: &RegisteredTool,
+        paths: &[(String, PathUse, ScopedPath)],
+        call_id: &str,
+    ) -> Result<Vec<(ScopedPath, Option<(FileStamp, Vec<u8>)>)>, (Decision, Observation)> {
+        let tool_name = tool.info.name.as_str();
+        let fail = |code: &str, message: String, hint: Option<String>| {
+            let mut o = Observation::error(tool_name, call_id, code, message, hint);
+            o.stage = Some("staleness".into());
+            error_decision(o)
+        };
         let mut before = Vec::new();
-        for (_, usage, scoped) in &paths {
+        for (_, usage, scoped) in paths {
             if *usage != PathUse::Write {
                 continue;
             }
             if scoped.host.is_dir() {
-                return Err(error(
-                    "scope",
-                    Observation::error(
-                        tool_name,
-                        call_id,
-                        "is-directory",
-                        format!("{} is a directory", scoped.rel),
-                        Some("give the path of a file".into()),
-                    ),
-                ));
+                return Err(fail("is-directory", format!("{} is a directory", scoped.rel), Some("give the path of a file".into())));
             }
             if !scoped.host.exists() {
                 before.push((scoped.clone(), None));
                 continue;
             }
-            let current = match FileStamp::of(&scoped.host) {
-                Ok(c) => c,
-                Err(e) => {
-                    return Err(error(
-                        "scope",
-                        Observation::error(tool_name, call_id, "io", e.to_string(), None),
-                    ))
-                }
-            };
+            let current = FileStamp::of(&scoped.host).map_err(|e| fail("io", e.to_string(), None))?;
             match self.state.last_read(session, &scoped.host) {
                 Ok(Some(seen)) if seen.same_content(&current.0) => {}
                 Ok(Some(seen)) => {
-                    return Err(error(
-                        "staleness",
-                        Observation::error(
-                            tool_name,
-                            call_id,
-                            "stale",
-                            format!(
-                                "{} changed since it was last read in this session ({} -> {} bytes)",
-                                scoped.rel, seen.size, current.0.size
-                            ),
-                            Some(format!("read {} again, then retry the change against what it contains now", scoped.rel)),
+                    return Err(fail(
+                        "stale",
+                        format!(
+                            "{} changed since it was last read in this session ({} -> {} bytes)",
+                            scoped.rel, seen.size, current.0.size
                         ),
+                        Some(format!("read {} again, then retry the change against what it contains now", scoped.rel)),
                     ))
                 }
                 Ok(None) => {
-                    return Err(error(
-                        "staleness",
-                        Observation::error(
-                            tool_name,
-                            call_id,
-                            "not-read",
-                            format!("{} has not been read in this session", scoped.rel),
-                            Some(format!("call `read` on {} first, so the change is made against what it contains", scoped.rel)),
-                        ),
+                    return Err(fail(
+                        "not-read",
+                        format!("{} has not been read in this session", scoped.rel),
+                        Some(format!("call `read` on {} first, so the change is made against what it contains", scoped.rel)),
                     ))
                 }
-                Err(e) => {
-                    return Err(error(
-                        "staleness",
-                        Observation::error(tool_name, call_id, "state", e.to_string(), None),
-                    ))
-                }
+                Err(e) => return Err(fail("state", e.to_string(), None)),
             }
             before.push((scoped.clone(), Some(current)));
         }
-
-        Ok(Prepared {
-            tool,
-            input,
-            paths,
-            before,
-            stage,
-            source,
-        })
+        Ok(before)
     }
 
     /// Build the capabilities, run the guest, and record what it did.
@@ -327,6 +729,7 @@ impl Gate {
                 guest: GUEST_ROOT.to_string(),
                 writable: false,
             }],
+            deny: Some(self.fs_deny.clone()),
         };
         for (scoped, current) in &p.before {
             let (Some(parent), Some(guest_parent)) = (scoped.host.parent(), guest_parent(&scoped.guest)) else {
@@ -358,13 +761,13 @@ impl Gate {
 
         let context = wit::CallContext {
             workspace_root: GUEST_ROOT.to_string(),
-            max_output_bytes: u64::try_from(self.options.limits.max_output_bytes).unwrap_or(u64::MAX),
+            max_output_bytes: u64::try_from(self.limits.max_output_bytes).unwrap_or(u64::MAX),
             denied_globs: self.denied_globs.clone(),
         };
         let input = p.input.to_string();
         let result = self
             .sandbox
-            .call(&p.tool.loaded, &caps, &self.options.limits, &input, &context)
+            .call(&p.tool.loaded, &caps, &self.limits, &input, &context)
             .await;
         let mut observation = match result {
             Err(e) => limit_or_crash(&name, call_id, e),
@@ -403,7 +806,7 @@ impl Gate {
         for t in out.totals {
             o.totals.insert(t.unit, Total { seen: t.seen, returned: t.returned });
         }
-        let max = self.options.limits.max_output_bytes;
+        let max = self.limits.max_output_bytes;
         if out.content.len() > max {
             let rel = format!("{OUTPUTS_DIR}/{call_id}.txt");
             let file = self.workspace.root().join(&rel);
@@ -436,13 +839,79 @@ impl Gate {
 
 /// Everything decided before the guest runs.
 struct Prepared {
-    tool: std::sync::Arc<RegisteredTool>,
+    tool: Arc<RegisteredTool>,
     input: Value,
     paths: Vec<(String, PathUse, ScopedPath)>,
     /// Each written path and, when it exists, its stamp and content before the call.
     before: Vec<(ScopedPath, Option<(FileStamp, Vec<u8>)>)>,
-    stage: &'static str,
-    source: String,
+    decision: Decision,
+}
+
+/// A call that passed stages 1–2.
+struct Validated {
+    tool: Arc<RegisteredTool>,
+    /// The input with every path rewritten to what the guest opens.
+    input: Value,
+    paths: Vec<(String, PathUse, ScopedPath)>,
+}
+
+fn deny(tool: &str, call_id: &str, stage: &'static str, source: String, reason: String, hint: String) -> (Decision, Observation) {
+    let mut o = Observation::denied(tool, call_id, stage, reason, hint);
+    o.source = Some(source.clone());
+    (Decision::new("deny", stage, source), o)
+}
+
+fn error_decision(o: Observation) -> (Decision, Observation) {
+    let stage: &'static str = match o.stage.as_deref() {
+        Some("scope") => "scope",
+        Some("staleness") => "staleness",
+        Some("project-allowlist") => "project-allowlist",
+        _ => "schema",
+    };
+    (Decision::new("error", stage, "input".into()), o)
+}
+
+/// The key of a call, computed from what will run: writes key on the parent directory
+/// (`write:src/`), reads on the path (`read:src/main.rs`), other tools on their name.
+fn key_for(info: &ToolInfo, paths: &[(String, PathUse, ScopedPath)]) -> CallKey {
+    if let Some((_, _, p)) = paths.iter().find(|(_, u, _)| *u == PathUse::Write) {
+        let parent = match p.rel.rfind('/') {
+            Some(i) => format!("{}/", &p.rel[..i]),
+            None => "./".to_string(),
+        };
+        return CallKey::with_target(&info.name, &parent);
+    }
+    if let Some((_, _, p)) = paths.first() {
+        return CallKey::with_target(&info.name, &p.rel);
+    }
+    if info.path_fields.iter().any(|(_, u)| *u == PathUse::Read) {
+        return CallKey::with_target(&info.name, ".");
+    }
+    CallKey::tool(&info.name)
+}
+
+/// What the user is asked to approve: the tool, where, and the exact input.
+fn describe_call(info: &ToolInfo, v: &Validated) -> String {
+    let mut text = format!("{} ({} tool)", info.name, info.risk.as_str());
+    for (field, usage, p) in &v.paths {
+        let verb = match usage {
+            PathUse::Read => "reads",
+            PathUse::Write if p.host.exists() => "overwrites/changes",
+            PathUse::Write => "creates",
+        };
+        text.push_str(&format!("\n  {verb} {} ({field})", p.rel));
+    }
+    let mut input = serde_json::to_string_pretty(&v.input).unwrap_or_default();
+    if input.len() > 4000 {
+        let mut cut = 4000;
+        while !input.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        input.truncate(cut);
+        input.push_str("\n  … (input cut for display; the approval covers the whole input by its hash)");
+    }
+    text.push_str(&format!("\ninput:\n{input}"));
+    text
 }
 
 fn decision_event(d: &Decision, o: &Observation) -> Value {

@@ -2,9 +2,11 @@
 //! call whose WASI context holds exactly the capabilities the gate granted.
 
 mod cache;
+mod fsguard;
 mod limits;
 mod wasi;
 
+pub use fsguard::FsDeny;
 pub use limits::Limits;
 pub use wasi::{Capabilities, Preopen};
 
@@ -13,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use wasmtime::component::{Linker, ResourceTable};
+use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder, Trap};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -37,6 +39,8 @@ pub(crate) struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
     limits: StoreLimits,
+    /// The deny-list inside the preopens, and the paths of the guest's directory descriptors.
+    fsguard: fsguard::FsGuard,
 }
 
 impl WasiView for CallState {
@@ -93,7 +97,7 @@ impl Sandbox {
             .cranelift_opt_level(wasmtime::OptLevel::Speed);
         let engine = Engine::new(&config).map_err(|e| Error::Sandbox(format!("{e:#}")))?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+        add_wasi_to_linker(&mut linker)
             .map_err(|e| Error::Sandbox(format!("linking WASI: {e:#}")))?;
         bindings::Tool::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(
             &mut linker,
@@ -211,6 +215,7 @@ impl Sandbox {
                 wasi,
                 table: ResourceTable::new(),
                 limits: store_limits,
+                fsguard: fsguard::FsGuard::new(caps.deny.clone()),
             },
         );
         store.limiter(|s| &mut s.limits);
@@ -218,6 +223,64 @@ impl Sandbox {
         store.epoch_deadline_trap();
         Ok(store)
     }
+}
+
+/// [`HasData`] for the `wasi:io` interfaces, which need only the resource table.
+struct HasIo;
+
+impl HasData for HasIo {
+    type Data<'a> = &'a mut ResourceTable;
+}
+
+/// `wasmtime_wasi::p2::add_to_linker_async`, interface by interface, with the guarded
+/// `wasi:filesystem/types` and `wasi:filesystem/preopens` in place of wasmtime-wasi's own.
+fn add_wasi_to_linker(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::cli::{WasiCli, WasiCliView as _};
+    use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView as _};
+    use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, io, random, sockets};
+    use wasmtime_wasi::random::{WasiRandom, WasiRandomView as _};
+    use wasmtime_wasi::sockets::{WasiSockets, WasiSocketsView as _};
+    type T = CallState;
+
+    fn guarded_fs(s: &mut CallState) -> fsguard::GuardedFsView<'_> {
+        fsguard::GuardedFsView {
+            inner: wasmtime_wasi::filesystem::WasiFilesystemCtxView {
+                ctx: s.wasi.filesystem(),
+                table: &mut s.table,
+            },
+            guard: &mut s.fsguard,
+        }
+    }
+
+    let options = wasmtime_wasi::p2::bindings::LinkOptions::default();
+    io::error::add_to_linker::<T, HasIo>(l, |t| &mut t.table)?;
+    io::poll::add_to_linker::<T, HasIo>(l, |t| &mut t.table)?;
+    io::streams::add_to_linker::<T, HasIo>(l, |t| &mut t.table)?;
+    clocks::wall_clock::add_to_linker::<T, WasiClocks>(l, T::clocks)?;
+    clocks::monotonic_clock::add_to_linker::<T, WasiClocks>(l, T::clocks)?;
+    filesystem::preopens::add_to_linker::<T, fsguard::GuardedFs>(l, guarded_fs)?;
+    filesystem::types::add_to_linker::<T, fsguard::GuardedFs>(l, guarded_fs)?;
+    random::random::add_to_linker::<T, WasiRandom>(l, T::random)?;
+    random::insecure::add_to_linker::<T, WasiRandom>(l, T::random)?;
+    random::insecure_seed::add_to_linker::<T, WasiRandom>(l, T::random)?;
+    cli::exit::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    cli::environment::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    cli::stdin::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    cli::stdout::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    cli::stderr::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    cli::terminal_input::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    cli::terminal_output::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    cli::terminal_stdin::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    cli::terminal_stdout::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    cli::terminal_stderr::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    sockets::tcp_create_socket::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sockets::instance_network::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sockets::network::add_to_linker::<T, WasiSockets>(l, &(&options).into(), T::sockets)?;
+    sockets::ip_name_lookup::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sockets::tcp::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sockets::udp::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sockets::udp_create_socket::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    Ok(())
 }
 
 /// Turn a wasmtime error into the limit it hit, or a trap with the guest's reason.
@@ -253,5 +316,24 @@ fn classify(error: wasmtime::Error, limits: &Limits) -> Error {
             ),
         };
     }
-    Error::Trap(text)
+    // A Rust guest keeps its stack at the bottom of linear memory, growing down: overflowing it
+    // wraps the stack pointer past zero, which faults at an address of 4 GiB or more.
+    if fault_address(&text).is_some_and(|a| a >= 1 << 32) {
+        return Error::Limit {
+            limit: "stack",
+            message: "the tool overflowed its stack (unbounded recursion?) and was stopped"
+                .to_string(),
+        };
+    }
+    // The model gets the trap's reason, not wasm backtrace frames.
+    let reason = error.root_cause().to_string();
+    let first = text.lines().next().unwrap_or_default();
+    Error::Trap(if first.contains(&reason) { first.to_string() } else { format!("{first}: {reason}") })
+}
+
+/// The address in a "memory fault at wasm address 0x…" trap message.
+fn fault_address(text: &str) -> Option<u64> {
+    let rest = &text[text.find("wasm address 0x")? + "wasm address 0x".len()..];
+    let hex: String = rest.chars().take_while(char::is_ascii_hexdigit).collect();
+    u64::from_str_radix(&hex, 16).ok()
 }

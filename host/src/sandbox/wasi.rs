@@ -1,8 +1,10 @@
 //! Capability set -> WASI context. Deny by default: the context starts empty and gets only the
 //! preopens listed; no environment, arguments, stdio, network or inherited anything.
 
+use super::fsguard::FsDeny;
 use crate::error::{Error, Result};
 use std::path::PathBuf;
+use std::sync::Arc;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
 /// One directory made visible to the guest.
@@ -22,6 +24,9 @@ pub struct Capabilities {
     /// Directories visible to the guest. Nested preopens are fine: the guest's libc resolves a
     /// path against the longest matching preopen.
     pub preopens: Vec<Preopen>,
+    /// What the guest may not touch inside the preopens below [`crate::gate::scope::GUEST_ROOT`]
+    /// (`None`: everything in them).
+    pub deny: Option<Arc<FsDeny>>,
 }
 
 impl Capabilities {

@@ -4,6 +4,7 @@
 mod audit;
 mod history;
 mod reads;
+mod session_grants;
 
 pub use audit::{redact, AuditEvent, AuditQuery};
 pub use history::FileVersion;
@@ -27,6 +28,13 @@ CREATE TABLE IF NOT EXISTS reads (
     sha256 TEXT NOT NULL,
     at_ms INTEGER NOT NULL,
     PRIMARY KEY (session, path)
+);
+CREATE TABLE IF NOT EXISTS session_grants (
+    session TEXT NOT NULL,
+    key TEXT NOT NULL,
+    expires_ms INTEGER,
+    at_ms INTEGER NOT NULL,
+    PRIMARY KEY (session, key)
 );
 CREATE TABLE IF NOT EXISTS file_versions (
     id INTEGER PRIMARY KEY,
@@ -88,11 +96,14 @@ impl StateDb {
         state_err(&self.path, e)
     }
 
-    /// Forget a session: its read records. Returns how many records were dropped.
+    /// Forget a session: its read records and session grants. Returns how many read records
+    /// were dropped.
     pub fn forget_session(&self, session: &str) -> Result<usize> {
         let conn = self.conn();
         let n = conn
             .execute("DELETE FROM reads WHERE session = ?1", [session])
+            .map_err(|e| self.err(e))?;
+        conn.execute("DELETE FROM session_grants WHERE session = ?1", [session])
             .map_err(|e| self.err(e))?;
         conn.execute("DELETE FROM sessions WHERE name = ?1", [session])
             .map_err(|e| self.err(e))?;

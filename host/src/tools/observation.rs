@@ -76,6 +76,9 @@ pub struct Observation {
     /// Which ladder stage decided a denial (`schema`, `scope`, `mode`, `rules`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<String>,
+    /// What decided a denial: a rule's `file:line`, a hook, a grant, the mode, the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     /// Set on denials: the agent should stop and hand the turn back to the user.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_turn: Option<bool>,
@@ -98,6 +101,7 @@ impl Observation {
             reason: None,
             hint: None,
             stage: None,
+            source: None,
             stop_turn: None,
         }
     }

@@ -1,0 +1,1038 @@
+//! Stage 5 of the ladder: PreToolUse hooks (seed 000 §5).
+//!
+//! A hook is an external command the policy configures. Before a call runs, every hook that
+//! applies to the tool runs once (identical commands are deduplicated), all of them in parallel,
+//! each in its own process group with a scrubbed environment, the event as JSON on stdin and the
+//! workspace root as its working directory. It answers with its exit code:
+//!
+//! - `0`: no opinion, or a JSON object on stdout: `{"decision": "allow" | "deny" | "ask",
+//!   "reason": "...", "updated_input": {...}}` (every field optional; `ask` is no opinion).
+//! - `2`: deny this call; stderr (trimmed) is the reason.
+//! - `49`: deny this call and halt the turn; stderr is the reason.
+//!
+//! Unlike Crush, anything else fails closed: a hook that cannot be started, exits with another
+//! code, dies from a signal, times out or prints something other than a JSON object on exit 0
+//! denies the call, unless that hook is configured with `fail_open = true` (then it has no
+//! opinion). Verdicts merge deny > allow > none; halt is sticky; `updated_input` objects from the
+//! hooks that did not deny are shallow-merged in configuration order (later keys win).
+//!
+//! A hook `allow` only skips the prompt: the caller still applies stages 2–4 (and re-validates
+//! the merged input from stage 1).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+
+/// The only event there is.
+pub const PRE_TOOL_USE: &str = "PreToolUse";
+
+/// Exit code that denies the call: stderr is the reason.
+pub const DENY_EXIT_CODE: i32 = 2;
+
+/// Exit code that denies the call and halts the turn (chosen to avoid the generic error range
+/// 1–30, sysexits 64–78 and signal exits 128+).
+pub const HALT_EXIT_CODE: i32 = 49;
+
+/// Default per-hook timeout.
+pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+
+/// At most this much of a hook's stdout and of its stderr is kept (the rest is drained).
+pub const OUTPUT_CAP: usize = 64 * 1024;
+
+/// Parent environment variables a hook inherits; everything else is scrubbed.
+pub const ENV_ALLOWLIST: &[&str] = &["PATH", "HOME", "LANG", "TMPDIR"];
+
+/// The variable that tells a hook which event it runs for.
+pub const EVENT_ENV: &str = "TOOLGATE_HOOK_EVENT";
+
+/// kill(1), used to signal a hook's process group.
+const KILL_PROGRAM: &str = "kill";
+
+/// How long to wait for a killed hook to be reaped before giving up on it.
+const REAP_GRACE: Duration = Duration::from_secs(1);
+
+fn default_timeout_ms() -> u64 {
+    DEFAULT_TIMEOUT_MS
+}
+
+/// One configured hook (deserialized from the policy's `[[hooks]]` tables).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookSpec {
+    /// argv: program and arguments; run without a shell, cwd = workspace root.
+    pub command: Vec<String>,
+    /// Tools it applies to (exact names; empty or absent = all tools).
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Per-hook timeout in ms (default 10_000).
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+    /// Let the call through when this hook crashes or times out (default false: fail closed).
+    #[serde(default)]
+    pub fail_open: bool,
+}
+
+impl HookSpec {
+    /// The hook's name in messages and the audit: its command joined with spaces.
+    pub fn name(&self) -> String {
+        self.command.join(" ")
+    }
+
+    /// Whether this hook runs for `tool`.
+    pub fn applies_to(&self, tool: &str) -> bool {
+        self.tools.is_empty() || self.tools.iter().any(|t| t == tool)
+    }
+}
+
+/// What the hooks are told about the call.
+pub struct HookEvent<'a> {
+    /// The tool's name.
+    pub tool: &'a str,
+    /// The call's permission key.
+    pub key: &'a str,
+    /// The session id.
+    pub session: &'a str,
+    /// The call's (validated) input.
+    pub input: &'a Value,
+    /// The workspace root (the hooks' working directory).
+    pub workspace: &'a Path,
+}
+
+/// The merged verdict of all hooks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HookVerdict {
+    /// No hook had an opinion (or none ran).
+    None,
+    /// At least one hook allowed and none denied: skip the prompt.
+    Allow {
+        /// The first allowing hook.
+        by: String,
+    },
+    /// At least one hook denied.
+    Deny {
+        /// The first denying hook.
+        by: String,
+        /// The reasons of all denying hooks, joined with "; ".
+        reason: String,
+        /// Whether any denying hook asked to halt the turn.
+        halt: bool,
+    },
+}
+
+/// Everything the hooks decided for one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookOutcome {
+    /// The merged verdict.
+    pub verdict: HookVerdict,
+    /// The merged `updated_input` patch (shallow, later hooks win), if any hook gave one.
+    pub updated_input: Option<Value>,
+    /// The hooks that ran (by name, in configuration order, deduplicated), for the audit.
+    pub ran: Vec<String>,
+}
+
+/// What one hook said.
+#[derive(Debug, Clone, PartialEq)]
+enum Single {
+    None { patch: Option<Map<String, Value>> },
+    Allow { patch: Option<Map<String, Value>> },
+    Deny { reason: String, halt: bool },
+}
+
+/// What a hook prints on stdout when it exits 0.
+#[derive(Deserialize)]
+struct HookOutput {
+    #[serde(default)]
+    decision: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    updated_input: Option<Value>,
+}
+
+/// How one hook's process ended.
+enum Ended {
+    Exited {
+        status: ExitStatus,
+        stdout: Vec<u8>,
+        stderr: Vec<u8>,
+    },
+    SpawnFailed(std::io::Error),
+    WaitFailed(std::io::Error),
+    /// `exited`: the hook itself had exited, but its output pipes were still held open.
+    TimedOut {
+        exited: bool,
+    },
+}
+
+/// Run every PreToolUse hook that applies to `event.tool` and merge their verdicts.
+pub async fn run_pre_tool_use(hooks: &[HookSpec], event: &HookEvent<'_>) -> HookOutcome {
+    let mut selected: Vec<&HookSpec> = Vec::new();
+    for hook in hooks.iter().filter(|h| h.applies_to(event.tool)) {
+        if !selected.iter().any(|s| s.command == hook.command) {
+            selected.push(hook);
+        }
+    }
+    if selected.is_empty() {
+        return HookOutcome {
+            verdict: HookVerdict::None,
+            updated_input: None,
+            ran: Vec::new(),
+        };
+    }
+
+    let payload = json!({
+        "hook_event": PRE_TOOL_USE,
+        "tool": event.tool,
+        "key": event.key,
+        "session": event.session,
+        "input": event.input,
+        "workspace": event.workspace.to_string_lossy(),
+    });
+    let payload = match serde_json::to_vec(&payload) {
+        Ok(mut bytes) => {
+            bytes.push(b'\n');
+            std::sync::Arc::new(bytes)
+        }
+        // Serialising a `Value` cannot fail in practice; if it does, every hook gets nothing.
+        Err(_) => std::sync::Arc::new(Vec::new()),
+    };
+
+    let handles: Vec<_> = selected
+        .iter()
+        .map(|hook| {
+            let hook = (*hook).clone();
+            let payload = std::sync::Arc::clone(&payload);
+            let workspace = event.workspace.to_path_buf();
+            tokio::spawn(async move { run_one(&hook, &payload, &workspace).await })
+        })
+        .collect();
+
+    let mut results = Vec::with_capacity(handles.len());
+    for (hook, handle) in selected.iter().zip(handles) {
+        let single = match handle.await {
+            Ok(single) => single,
+            Err(err) => failure(hook, &format!("crashed in the host ({err})")),
+        };
+        results.push((hook.name(), single));
+    }
+    merge(results)
+}
+
+/// Merge per-hook results (in configuration order).
+fn merge(results: Vec<(String, Single)>) -> HookOutcome {
+    let mut deny_by: Option<String> = None;
+    let mut reasons: Vec<String> = Vec::new();
+    let mut halt = false;
+    let mut allow_by: Option<String> = None;
+    let mut patch: Option<Map<String, Value>> = None;
+    let mut ran = Vec::with_capacity(results.len());
+    for (name, single) in results {
+        match single {
+            Single::Deny { reason, halt: h } => {
+                if deny_by.is_none() {
+                    deny_by = Some(name.clone());
+                }
+                reasons.push(reason);
+                halt |= h;
+            }
+            Single::Allow { patch: p } => {
+                if allow_by.is_none() {
+                    allow_by = Some(name.clone());
+                }
+                merge_patch(&mut patch, p);
+            }
+            Single::None { patch: p } => merge_patch(&mut patch, p),
+        }
+        ran.push(name);
+    }
+    let verdict = match (deny_by, allow_by) {
+        (Some(by), _) => HookVerdict::Deny {
+            by,
+            reason: reasons.join("; "),
+            halt,
+        },
+        (None, Some(by)) => HookVerdict::Allow { by },
+        (None, None) => HookVerdict::None,
+    };
+    HookOutcome {
+        verdict,
+        updated_input: patch.map(Value::Object),
+        ran,
+    }
+}
+
+fn merge_patch(acc: &mut Option<Map<String, Value>>, patch: Option<Map<String, Value>>) {
+    if let Some(patch) = patch {
+        acc.get_or_insert_with(Map::new).extend(patch);
+    }
+}
+
+/// A hook failure: deny, unless the hook fails open.
+fn failure(hook: &HookSpec, what: &str) -> Single {
+    if hook.fail_open {
+        tracing::warn!(hook = %hook.name(), "hook failed open: {what}");
+        Single::None { patch: None }
+    } else {
+        Single::Deny {
+            reason: format!("hook `{}` {what}", hook.name()),
+            halt: false,
+        }
+    }
+}
+
+fn denied_without_reason(hook: &HookSpec) -> String {
+    format!("hook `{}` denied without a reason", hook.name())
+}
+
+fn stderr_reason(hook: &HookSpec, stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let text = text.trim();
+    if text.is_empty() {
+        denied_without_reason(hook)
+    } else {
+        text.to_string()
+    }
+}
+
+/// Run one hook and interpret how it ended.
+async fn run_one(hook: &HookSpec, payload: &[u8], workspace: &Path) -> Single {
+    match execute(hook, payload, workspace).await {
+        Ended::SpawnFailed(err) => failure(hook, &format!("could not be started: {err}")),
+        Ended::WaitFailed(err) => failure(hook, &format!("could not be waited for: {err}")),
+        Ended::TimedOut { exited: false } => {
+            failure(hook, &format!("timed out after {} ms", hook.timeout_ms))
+        }
+        Ended::TimedOut { exited: true } => failure(
+            hook,
+            &format!(
+                "timed out after {} ms (it exited, but processes it started kept its output open)",
+                hook.timeout_ms
+            ),
+        ),
+        Ended::Exited {
+            status,
+            stdout,
+            stderr,
+        } => match status.code() {
+            Some(0) => parse_output(hook, &stdout),
+            Some(DENY_EXIT_CODE) => Single::Deny {
+                reason: stderr_reason(hook, &stderr),
+                halt: false,
+            },
+            Some(HALT_EXIT_CODE) => Single::Deny {
+                reason: stderr_reason(hook, &stderr),
+                halt: true,
+            },
+            Some(code) => failure(
+                hook,
+                &with_stderr(format!("exited with code {code}"), &stderr),
+            ),
+            None => {
+                let what = match status.signal() {
+                    Some(sig) => format!("was killed by signal {sig}"),
+                    None => "ended without an exit code".to_string(),
+                };
+                failure(hook, &with_stderr(what, &stderr))
+            }
+        },
+    }
+}
+
+/// Append the first line of stderr (if any) to a failure description.
+fn with_stderr(what: String, stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    match text.lines().map(str::trim).find(|l| !l.is_empty()) {
+        Some(line) => {
+            let line: String = line.chars().take(200).collect();
+            format!("{what}: {line}")
+        }
+        None => what,
+    }
+}
+
+/// Interpret stdout of a hook that exited 0.
+fn parse_output(hook: &HookSpec, stdout: &[u8]) -> Single {
+    if stdout.len() >= OUTPUT_CAP {
+        return failure(
+            hook,
+            &format!("printed more than {} KiB on stdout", OUTPUT_CAP / 1024),
+        );
+    }
+    let text = match std::str::from_utf8(stdout) {
+        Ok(text) => text,
+        Err(err) => return failure(hook, &format!("printed output that is not UTF-8: {err}")),
+    };
+    if text.trim().is_empty() {
+        return Single::None { patch: None };
+    }
+    let value: Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(err) => return failure(hook, &format!("printed invalid JSON: {err}")),
+    };
+    if !value.is_object() {
+        return failure(hook, "printed JSON that is not an object");
+    }
+    let output: HookOutput = match serde_json::from_value(value) {
+        Ok(output) => output,
+        Err(err) => return failure(hook, &format!("printed invalid JSON: {err}")),
+    };
+    let patch = match output.updated_input {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(map)) => Some(map),
+        Some(_) => return failure(hook, "printed an `updated_input` that is not an object"),
+    };
+    match output.decision.as_deref() {
+        None | Some("ask") => Single::None { patch },
+        Some("allow") => Single::Allow { patch },
+        Some("deny") => Single::Deny {
+            reason: match output.reason.as_deref().map(str::trim) {
+                Some(r) if !r.is_empty() => r.to_string(),
+                _ => denied_without_reason(hook),
+            },
+            halt: false,
+        },
+        Some(other) => failure(hook, &format!("printed an unknown decision `{other}`")),
+    }
+}
+
+/// Spawn the hook, feed it the event, collect capped output, enforce the timeout.
+async fn execute(hook: &HookSpec, payload: &[u8], workspace: &Path) -> Ended {
+    let Some((program, args)) = hook.command.split_first() else {
+        return Ended::SpawnFailed(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "empty command",
+        ));
+    };
+    // A relative path like `./hooks/check.sh` means the workspace's, whatever our own cwd is.
+    let program = if program.contains('/') && Path::new(program).is_relative() {
+        workspace.join(program)
+    } else {
+        std::path::PathBuf::from(program)
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(workspace)
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    for name in ENV_ALLOWLIST {
+        if let Some(value) = std::env::var_os(name) {
+            cmd.env(name, value);
+        }
+    }
+    cmd.env(EVENT_ENV, PRE_TOOL_USE);
+
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(err) => return Ended::SpawnFailed(err),
+    };
+    // Taken now: once the child is reaped `id()` is gone, but its group may live on.
+    let pid = child.id();
+    let stdin = child.stdin.take();
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let mut status: Option<std::io::Result<ExitStatus>> = None;
+    let timeout = Duration::from_millis(hook.timeout_ms);
+    let finished = tokio::time::timeout(timeout, async {
+        let feed = async {
+            if let Some(mut stdin) = stdin {
+                // A hook may exit without reading its input: EPIPE is fine.
+                let _ = stdin.write_all(payload).await;
+                let _ = stdin.shutdown().await;
+                drop(stdin);
+            }
+        };
+        let wait = async {
+            status = Some(child.wait().await);
+        };
+        tokio::join!(
+            feed,
+            read_capped(stdout, &mut out),
+            read_capped(stderr, &mut err),
+            wait
+        );
+    })
+    .await;
+
+    match finished {
+        Ok(()) => match status {
+            Some(Ok(status)) => Ended::Exited {
+                status,
+                stdout: out,
+                stderr: err,
+            },
+            Some(Err(e)) => {
+                kill_group(&mut child, pid).await;
+                Ended::WaitFailed(e)
+            }
+            None => Ended::WaitFailed(std::io::Error::other("no exit status")),
+        },
+        Err(_) => {
+            // The hook, or something it left behind holding its pipes, outlived its timeout.
+            let exited = matches!(status, Some(Ok(_)));
+            kill_group(&mut child, pid).await;
+            Ended::TimedOut { exited }
+        }
+    }
+}
+
+/// Read `reader` to EOF, keeping at most [`OUTPUT_CAP`] bytes and draining the rest so the hook
+/// never blocks on a full pipe.
+async fn read_capped<R: AsyncRead + Unpin>(reader: Option<R>, into: &mut Vec<u8>) {
+    let Some(mut reader) = reader else { return };
+    let mut buf = [0u8; 8192];
+    loop {
+        match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                let room = OUTPUT_CAP.saturating_sub(into.len());
+                into.extend_from_slice(&buf[..n.min(room)]);
+            }
+        }
+    }
+}
+
+/// Kill the hook's whole process group (it leads its own group), then the hook itself, and reap
+/// it.
+async fn kill_group(child: &mut Child, pid: Option<u32>) {
+    if let Some(pid) = pid {
+        // std has no killpg and this crate forbids unsafe code: let kill(1) signal the group.
+        let killed = Command::new(KILL_PROGRAM)
+            .arg("-KILL")
+            .arg("--")
+            .arg(format!("-{pid}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .await;
+        if !matches!(killed, Ok(s) if s.success()) {
+            tracing::warn!(pid, "could not kill hook process group");
+        }
+    }
+    let _ = child.start_kill();
+    let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::PathBuf;
+    use std::time::Instant;
+
+    struct Fixture {
+        dir: tempfile::TempDir,
+    }
+
+    impl Fixture {
+        fn new() -> Self {
+            Fixture {
+                dir: tempfile::tempdir().unwrap(),
+            }
+        }
+
+        fn root(&self) -> PathBuf {
+            self.dir.path().canonicalize().unwrap()
+        }
+
+        /// Write an executable `#!/bin/sh` script and return its path.
+        fn script(&self, name: &str, body: &str) -> String {
+            let path = self.root().join(name);
+            std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            path.to_string_lossy().into_owned()
+        }
+
+        fn hook(&self, name: &str, body: &str) -> HookSpec {
+            spec(vec![self.script(name, body)])
+        }
+
+        async fn run(&self, hooks: &[HookSpec]) -> HookOutcome {
+            self.run_tool(hooks, "bash").await
+        }
+
+        async fn run_tool(&self, hooks: &[HookSpec], tool: &str) -> HookOutcome {
+            let input = json!({"command": "ls -la", "timeout": 5});
+            let root = self.root();
+            let event = HookEvent {
+                tool,
+                key: "bash:ls",
+                session: "s1",
+                input: &input,
+                workspace: &root,
+            };
+            run_pre_tool_use(hooks, &event).await
+        }
+    }
+
+    fn spec(command: Vec<String>) -> HookSpec {
+        HookSpec {
+            command,
+            tools: Vec::new(),
+            timeout_ms: DEFAULT_TIMEOUT_MS,
+            fail_open: false,
+        }
+    }
+
+    fn deny_reason(outcome: &HookOutcome) -> (String, bool) {
+        match &outcome.verdict {
+            HookVerdict::Deny { reason, halt, .. } => (reason.clone(), *halt),
+            other => panic!("expected deny, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn no_hooks_no_opinion() {
+        let f = Fixture::new();
+        let out = f.run(&[]).await;
+        assert_eq!(out.verdict, HookVerdict::None);
+        assert!(out.ran.is_empty());
+        assert_eq!(out.updated_input, None);
+    }
+
+    #[tokio::test]
+    async fn exit_zero_without_output_has_no_opinion() {
+        let f = Fixture::new();
+        let h = f.hook("quiet.sh", "exit 0");
+        let out = f.run(std::slice::from_ref(&h)).await;
+        assert_eq!(out.verdict, HookVerdict::None);
+        assert_eq!(out.ran, vec![h.name()]);
+        assert_eq!(out.updated_input, None);
+    }
+
+    #[tokio::test]
+    async fn exit_zero_allow() {
+        let f = Fixture::new();
+        let h = f.hook("allow.sh", r#"echo '{"decision":"allow"}'"#);
+        let out = f.run(std::slice::from_ref(&h)).await;
+        assert_eq!(out.verdict, HookVerdict::Allow { by: h.name() });
+    }
+
+    #[tokio::test]
+    async fn exit_zero_ask_is_no_opinion() {
+        let f = Fixture::new();
+        let h = f.hook("ask.sh", r#"echo '{"decision":"ask"}'"#);
+        assert_eq!(f.run(&[h]).await.verdict, HookVerdict::None);
+    }
+
+    #[tokio::test]
+    async fn exit_zero_json_deny() {
+        let f = Fixture::new();
+        let h = f.hook(
+            "jdeny.sh",
+            r#"echo '{"decision":"deny","reason":"policy says no"}'"#,
+        );
+        let out = f.run(std::slice::from_ref(&h)).await;
+        assert_eq!(
+            out.verdict,
+            HookVerdict::Deny {
+                by: h.name(),
+                reason: "policy says no".into(),
+                halt: false
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn exit_two_denies_with_stderr() {
+        let f = Fixture::new();
+        let h = f.hook("deny.sh", "echo '  no rm -rf here  ' >&2\nexit 2");
+        let out = f.run(std::slice::from_ref(&h)).await;
+        assert_eq!(
+            out.verdict,
+            HookVerdict::Deny {
+                by: h.name(),
+                reason: "no rm -rf here".into(),
+                halt: false
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn exit_two_with_empty_stderr_still_denies() {
+        let f = Fixture::new();
+        let h = f.hook("mute.sh", "exit 2");
+        let out = f.run(std::slice::from_ref(&h)).await;
+        let (reason, halt) = deny_reason(&out);
+        assert_eq!(
+            reason,
+            format!("hook `{}` denied without a reason", h.name())
+        );
+        assert!(!halt);
+    }
+
+    #[tokio::test]
+    async fn exit_49_denies_and_halts() {
+        let f = Fixture::new();
+        let h = f.hook("halt.sh", "echo 'stop the turn' >&2\nexit 49");
+        let out = f.run(&[h]).await;
+        assert_eq!(deny_reason(&out), ("stop the turn".to_string(), true));
+    }
+
+    #[tokio::test]
+    async fn other_exit_code_fails_closed() {
+        let f = Fixture::new();
+        let h = f.hook("crash.sh", "echo oops >&2\nexit 3");
+        let out = f.run(std::slice::from_ref(&h)).await;
+        let (reason, halt) = deny_reason(&out);
+        assert!(reason.contains(&h.name()), "{reason}");
+        assert!(reason.contains("exited with code 3"), "{reason}");
+        assert!(!halt);
+    }
+
+    #[tokio::test]
+    async fn fail_open_lets_a_crash_through() {
+        let f = Fixture::new();
+        let mut h = f.hook("crash.sh", "exit 3");
+        h.fail_open = true;
+        let out = f.run(std::slice::from_ref(&h)).await;
+        assert_eq!(out.verdict, HookVerdict::None);
+        assert_eq!(out.ran, vec![h.name()]);
+    }
+
+    #[tokio::test]
+    async fn fail_open_does_not_soften_exit_two() {
+        let f = Fixture::new();
+        let mut h = f.hook("deny.sh", "exit 2");
+        h.fail_open = true;
+        assert!(matches!(
+            f.run(&[h]).await.verdict,
+            HookVerdict::Deny { .. }
+        ));
+    }
+
+    #[tokio::test]
+    async fn missing_program_fails_closed() {
+        let f = Fixture::new();
+        let h = spec(vec![f
+            .root()
+            .join("nope.sh")
+            .to_string_lossy()
+            .into_owned()]);
+        let (reason, _) = deny_reason(&f.run(&[h]).await);
+        assert!(reason.contains("could not be started"), "{reason}");
+    }
+
+    #[tokio::test]
+    async fn killed_by_signal_fails_closed() {
+        let f = Fixture::new();
+        let h = f.hook("sig.sh", "kill -KILL $$");
+        let (reason, _) = deny_reason(&f.run(&[h]).await);
+        assert!(reason.contains("signal 9"), "{reason}");
+    }
+
+    #[tokio::test]
+    async fn timeout_denies_and_kills_promptly() {
+        let f = Fixture::new();
+        let mut h = f.hook("slow.sh", "sleep 5");
+        h.timeout_ms = 300;
+        let start = Instant::now();
+        let out = f.run(std::slice::from_ref(&h)).await;
+        let elapsed = start.elapsed();
+        let (reason, halt) = deny_reason(&out);
+        assert!(reason.contains("timed out after 300 ms"), "{reason}");
+        assert!(reason.contains(&h.name()), "{reason}");
+        assert!(!halt);
+        assert!(elapsed < Duration::from_secs(3), "took {elapsed:?}");
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_whole_process_group() {
+        let f = Fixture::new();
+        let marker = f.root().join("survived");
+        // A background grandchild keeps the pipes open and would write the marker later.
+        let mut h = f.hook(
+            "bg.sh",
+            &format!("(sleep 1; touch '{}') &\nsleep 5", marker.display()),
+        );
+        h.timeout_ms = 300;
+        let start = Instant::now();
+        let out = f.run(&[h]).await;
+        assert!(matches!(out.verdict, HookVerdict::Deny { .. }));
+        assert!(start.elapsed() < Duration::from_secs(3));
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(!marker.exists(), "grandchild outlived the timeout");
+    }
+
+    #[tokio::test]
+    async fn leftover_process_holding_output_times_out() {
+        let f = Fixture::new();
+        let marker = f.root().join("survived");
+        let mut h = f.hook(
+            "daemon.sh",
+            &format!("(sleep 1; touch '{}') &\nexit 0", marker.display()),
+        );
+        h.timeout_ms = 300;
+        let start = Instant::now();
+        let (reason, _) = deny_reason(&f.run(&[h]).await);
+        assert!(reason.contains("kept its output open"), "{reason}");
+        assert!(start.elapsed() < Duration::from_secs(3));
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(!marker.exists(), "left-behind process outlived the timeout");
+    }
+
+    #[tokio::test]
+    async fn timeout_fail_open_is_no_opinion() {
+        let f = Fixture::new();
+        let mut h = f.hook("slow.sh", "sleep 5");
+        h.timeout_ms = 200;
+        h.fail_open = true;
+        assert_eq!(f.run(&[h]).await.verdict, HookVerdict::None);
+    }
+
+    #[tokio::test]
+    async fn deny_beats_allow() {
+        let f = Fixture::new();
+        let allow = f.hook("allow.sh", r#"echo '{"decision":"allow"}'"#);
+        let deny = f.hook("deny.sh", "echo nope >&2\nexit 2");
+        let out = f.run(&[allow.clone(), deny.clone()]).await;
+        assert_eq!(
+            out.verdict,
+            HookVerdict::Deny {
+                by: deny.name(),
+                reason: "nope".into(),
+                halt: false
+            }
+        );
+        assert_eq!(out.ran, vec![allow.name(), deny.name()]);
+    }
+
+    #[tokio::test]
+    async fn reasons_are_joined_and_halt_is_sticky() {
+        let f = Fixture::new();
+        let a = f.hook("a.sh", "echo first >&2\nexit 2");
+        let b = f.hook("b.sh", "echo second >&2\nexit 49");
+        let out = f.run(&[a.clone(), b]).await;
+        assert_eq!(
+            out.verdict,
+            HookVerdict::Deny {
+                by: a.name(),
+                reason: "first; second".into(),
+                halt: true
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn allow_beats_none() {
+        let f = Fixture::new();
+        let none = f.hook("none.sh", "exit 0");
+        let allow = f.hook("allow.sh", r#"echo '{"decision":"allow"}'"#);
+        let out = f.run(&[none, allow.clone()]).await;
+        assert_eq!(out.verdict, HookVerdict::Allow { by: allow.name() });
+    }
+
+    #[tokio::test]
+    async fn duplicate_commands_run_once() {
+        let f = Fixture::new();
+        let counter = f.root().join("count");
+        let h = f.hook("count.sh", &format!("echo x >> '{}'", counter.display()));
+        let mut other = h.clone();
+        other.timeout_ms = 5_000;
+        let out = f.run(&[h.clone(), other, h.clone()]).await;
+        assert_eq!(out.ran, vec![h.name()]);
+        assert_eq!(std::fs::read_to_string(&counter).unwrap(), "x\n");
+    }
+
+    #[tokio::test]
+    async fn hooks_run_in_parallel() {
+        let f = Fixture::new();
+        let a = f.hook("a.sh", "sleep 1");
+        let b = f.hook("b.sh", "sleep 1");
+        let c = f.hook("c.sh", "sleep 1");
+        let start = Instant::now();
+        let out = f.run(&[a, b, c]).await;
+        assert_eq!(out.verdict, HookVerdict::None);
+        assert!(
+            start.elapsed() < Duration::from_millis(2500),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn updated_inputs_are_shallow_merged_in_order() {
+        let f = Fixture::new();
+        let a = f.hook(
+            "a.sh",
+            r#"echo '{"updated_input":{"command":"ls","timeout":1,"opts":{"x":1}}}'"#,
+        );
+        let b = f.hook(
+            "b.sh",
+            r#"echo '{"decision":"allow","updated_input":{"timeout":2,"opts":{"y":2}}}'"#,
+        );
+        let out = f.run(&[a, b.clone()]).await;
+        assert_eq!(out.verdict, HookVerdict::Allow { by: b.name() });
+        assert_eq!(
+            out.updated_input,
+            Some(json!({"command": "ls", "timeout": 2, "opts": {"y": 2}}))
+        );
+    }
+
+    #[tokio::test]
+    async fn updated_input_from_denying_hook_is_ignored() {
+        let f = Fixture::new();
+        let a = f.hook("a.sh", r#"echo '{"updated_input":{"a":1}}'"#);
+        let b = f.hook(
+            "b.sh",
+            r#"echo '{"decision":"deny","updated_input":{"b":2}}'"#,
+        );
+        let out = f.run(&[a, b]).await;
+        assert!(matches!(out.verdict, HookVerdict::Deny { .. }));
+        assert_eq!(out.updated_input, Some(json!({"a": 1})));
+    }
+
+    #[tokio::test]
+    async fn invalid_json_on_exit_zero_fails_closed() {
+        let f = Fixture::new();
+        let h = f.hook("bad.sh", "echo 'this is not json'");
+        let (reason, _) = deny_reason(&f.run(std::slice::from_ref(&h)).await);
+        assert!(reason.contains(&h.name()), "{reason}");
+        assert!(reason.contains("invalid JSON"), "{reason}");
+
+        let mut open = f.hook("bad2.sh", "echo '[1,2]'");
+        assert!(matches!(
+            f.run(std::slice::from_ref(&open)).await.verdict,
+            HookVerdict::Deny { .. }
+        ));
+        open.fail_open = true;
+        assert_eq!(f.run(&[open]).await.verdict, HookVerdict::None);
+    }
+
+    #[tokio::test]
+    async fn bad_fields_on_exit_zero_fail_closed() {
+        let f = Fixture::new();
+        let a = f.hook("a.sh", r#"echo '{"decision":"maybe"}'"#);
+        let (reason, _) = deny_reason(&f.run(&[a]).await);
+        assert!(reason.contains("unknown decision"), "{reason}");
+        let b = f.hook("b.sh", r#"echo '{"updated_input":[1]}'"#);
+        let (reason, _) = deny_reason(&f.run(&[b]).await);
+        assert!(reason.contains("not an object"), "{reason}");
+    }
+
+    #[tokio::test]
+    async fn tools_filter_skips_other_tools() {
+        let f = Fixture::new();
+        let mut h = f.hook("deny.sh", "exit 2");
+        h.tools = vec!["write".into(), "edit".into()];
+        let out = f.run_tool(std::slice::from_ref(&h), "bash").await;
+        assert_eq!(out.verdict, HookVerdict::None);
+        assert!(out.ran.is_empty());
+        let out = f.run_tool(&[h], "edit").await;
+        assert!(matches!(out.verdict, HookVerdict::Deny { .. }));
+    }
+
+    #[tokio::test]
+    async fn hook_sees_the_event_on_stdin_in_the_workspace() {
+        let f = Fixture::new();
+        let dump = f.root().join("event.json");
+        let cwd = f.root().join("cwd.txt");
+        let h = f.hook(
+            "dump.sh",
+            &format!(
+                "cat > '{}'\npwd > '{}'\necho \"$TOOLGATE_HOOK_EVENT\" >> '{}'",
+                dump.display(),
+                cwd.display(),
+                cwd.display()
+            ),
+        );
+        let out = f.run(&[h]).await;
+        assert_eq!(out.verdict, HookVerdict::None);
+        let event: Value = serde_json::from_slice(&std::fs::read(&dump).unwrap()).unwrap();
+        assert_eq!(event["hook_event"], "PreToolUse");
+        assert_eq!(event["tool"], "bash");
+        assert_eq!(event["key"], "bash:ls");
+        assert_eq!(event["session"], "s1");
+        assert_eq!(event["input"], json!({"command": "ls -la", "timeout": 5}));
+        assert_eq!(event["workspace"], f.root().to_string_lossy().as_ref());
+        let cwd = std::fs::read_to_string(&cwd).unwrap();
+        let mut lines = cwd.lines();
+        assert_eq!(lines.next(), Some(f.root().to_string_lossy().as_ref()));
+        assert_eq!(lines.next(), Some("PreToolUse"));
+    }
+
+    #[tokio::test]
+    async fn hook_that_ignores_stdin_is_fine() {
+        let f = Fixture::new();
+        // A big input the hook never reads: writing it must not hang or fail the hook.
+        let input = json!({"content": "x".repeat(1 << 20)});
+        let root = f.root();
+        let event = HookEvent {
+            tool: "write",
+            key: "write:a",
+            session: "s1",
+            input: &input,
+            workspace: &root,
+        };
+        let h = f.hook("allow.sh", r#"echo '{"decision":"allow"}'"#);
+        let out = run_pre_tool_use(std::slice::from_ref(&h), &event).await;
+        assert_eq!(out.verdict, HookVerdict::Allow { by: h.name() });
+    }
+
+    #[tokio::test]
+    async fn environment_is_scrubbed() {
+        // Set once by this test only; no other test reads or writes it.
+        std::env::set_var("TOOLGATE_SECRET_TEST", "1");
+        let f = Fixture::new();
+        let dump = f.root().join("env.txt");
+        let h = f.hook("env.sh", &format!("env > '{}'", dump.display()));
+        assert_eq!(f.run(&[h]).await.verdict, HookVerdict::None);
+        let env = std::fs::read_to_string(&dump).unwrap();
+        let names: Vec<&str> = env
+            .lines()
+            .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+            .collect();
+        assert!(!names.contains(&"TOOLGATE_SECRET_TEST"), "{env}");
+        assert!(names.contains(&"TOOLGATE_HOOK_EVENT"), "{env}");
+        // Only the allowlist plus what sh itself adds.
+        for name in names {
+            assert!(
+                ENV_ALLOWLIST.contains(&name)
+                    || [EVENT_ENV, "PWD", "OLDPWD", "SHLVL", "_"].contains(&name),
+                "unexpected variable {name} in {env}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn huge_output_is_capped_and_drained() {
+        let f = Fixture::new();
+        // 1 MiB on stderr then exit 2: must not block, reason is capped.
+        let h = f.hook(
+            "loud.sh",
+            "head -c 1048576 /dev/zero | tr '\\0' 'a' >&2\nexit 2",
+        );
+        let (reason, _) = deny_reason(&f.run(&[h]).await);
+        assert_eq!(reason.len(), OUTPUT_CAP);
+    }
+
+    #[test]
+    fn spec_deserializes_with_defaults() {
+        let spec: HookSpec =
+            serde_json::from_value(json!({"command": ["./check.sh", "-v"]})).unwrap();
+        assert_eq!(
+            spec,
+            HookSpec {
+                command: vec!["./check.sh".into(), "-v".into()],
+                tools: vec![],
+                timeout_ms: 10_000,
+                fail_open: false,
+            }
+        );
+        assert_eq!(spec.name(), "./check.sh -v");
+        assert!(serde_json::from_value::<HookSpec>(json!({"command": ["x"], "bogus": 1})).is_err());
+    }
+}

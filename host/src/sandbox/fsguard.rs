@@ -1,0 +1,921 @@
+//! The deny-list inside the sandbox. A preopened directory exposes everything below it, so the
+//! host's own implementation of `wasi:filesystem/types` (and `preopens`) sits in front of
+//! wasmtime-wasi's and refuses, with `access`, every path-taking call whose target is a secret
+//! or under the host's state directory (reading files under `.toolgate/outputs/` is the one
+//! exception), and leaves such entries out of directory listings.
+//!
+//! Every directory descriptor's workspace-relative path is tracked in a side map keyed by the
+//! descriptor's resource rep: filled when the preopens are handed out and on each successful
+//! `open-at`, emptied on drop. A target is `descriptor path + given path`, with `.` and `..`
+//! resolved lexically (wasmtime-wasi already refuses paths that leave the preopen and absolute
+//! symlinks).
+//!
+//! Symlinks inside the workspace can alias a denied path under another name. Three things keep
+//! that closed: the state directory is matched by name at any depth (`x/.toolgate/...` is
+//! refused, since `x` may be a symlink to the root) as the default secrets already are; a
+//! symlink the guest creates must not point at anything denied; and on Linux a successful
+//! `open-at` is checked again against the real path of what was opened (`/proc/self/fd`,
+//! about one extra syscall per open), which catches symlinks that were already in the workspace
+//! (`config -> .env`). Not covered: pre-existing symlinks used by the non-open calls (stat,
+//! unlink, rename, ... through `link -> .ssh`), truncation by an `open-at` through such a
+//! symlink before the re-check refuses it, hard links made outside the sandbox, and renaming a
+//! directory that a path-based (not `**/`) extra secret pattern names an entry of.
+//!
+//! Descriptors of a store without a policy ([`FsGuard`] with no [`FsDeny`]) pass straight
+//! through to wasmtime-wasi.
+
+use crate::gate::scope::{Access, Workspace, GUEST_ROOT, OUTPUTS_DIR, STATE_DIR};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use wasmtime::component::{HasData, Resource};
+use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
+use wasmtime_wasi::p2::bindings::filesystem::types::{
+    ErrorCode, HostDescriptor, HostDirectoryEntryStream,
+};
+use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
+use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsError, FsResult, ReaddirIterator};
+
+/// What a guest may not touch inside its preopens: built once per gate from the workspace.
+pub struct FsDeny {
+    workspace: Workspace,
+    /// The canonical workspace root as the host sees it, for the real-path check.
+    host_root: PathBuf,
+    /// Where the workspace root is mounted in the guest.
+    guest_root: &'static str,
+    /// Re-check what `open-at` opened against its real path (Linux).
+    real_path_check: bool,
+}
+
+impl std::fmt::Debug for FsDeny {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FsDeny")
+            .field("root", &self.host_root)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Two policies are equal only when they are the same object.
+impl PartialEq for FsDeny {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Eq for FsDeny {}
+
+impl FsDeny {
+    /// The policy for `workspace` (its secrets plus the state directory), mounted in the guest
+    /// at [`GUEST_ROOT`].
+    pub fn new(workspace: Workspace) -> Self {
+        let host_root = workspace.root().to_path_buf();
+        FsDeny {
+            workspace,
+            host_root,
+            guest_root: GUEST_ROOT,
+            real_path_check: cfg!(target_os = "linux"),
+        }
+    }
+
+    /// Skip the real-path re-check of each `open-at` (one `readlink` of `/proc/self/fd/N`, a
+    /// few microseconds): lexical checks only, so a symlink already in the workspace that points
+    /// at a secret can be read through.
+    pub fn without_real_path_check(mut self) -> Self {
+        self.real_path_check = false;
+        self
+    }
+
+    /// Whether `rel` (workspace-relative, normalised, `/`-separated, empty for the root) is off
+    /// limits for `access`. `verified` is the length of a prefix of `rel`, ending at a component
+    /// boundary, already known to be clean with all its ancestors; only longer ancestors are
+    /// matched against the secrets.
+    pub fn denied(&self, rel: &str, verified: usize, access: Access) -> bool {
+        if touches_state(rel, access) {
+            return true;
+        }
+        let mut end = rel.len();
+        while end > verified {
+            let candidate = &rel[..end];
+            if self.workspace.is_secret(candidate) {
+                return true;
+            }
+            match candidate.rfind('/') {
+                Some(i) => end = i,
+                None => break,
+            }
+        }
+        false
+    }
+
+    /// The workspace-relative path of a preopen the guest sees at `guest`, or `None` when it is
+    /// not below the workspace mount (such a preopen is not filtered).
+    fn preopen_rel(&self, guest: &str) -> Option<Arc<str>> {
+        let rest = guest.strip_prefix(self.guest_root)?;
+        if !(rest.is_empty() || rest.starts_with('/')) {
+            return None;
+        }
+        let mut rel = String::new();
+        join(&mut rel, "", rest.trim_start_matches('/')).ok()?;
+        Some(Arc::from(rel))
+    }
+
+    /// The workspace-relative path of an open file, from the kernel's view of it, when it is not
+    /// `lexical`. `None` when it is the same or cannot be told; `Some(None)` when it is outside
+    /// the workspace.
+    #[cfg(target_os = "linux")]
+    fn real_rel(&self, fd: &Descriptor, lexical: &str) -> Option<Option<String>> {
+        use std::os::fd::AsRawFd;
+        if !self.real_path_check {
+            return None;
+        }
+        let raw = match fd {
+            Descriptor::File(f) => f.file.as_raw_fd(),
+            Descriptor::Dir(d) => d.dir.as_raw_fd(),
+        };
+        let real = std::fs::read_link(format!("/proc/self/fd/{raw}")).ok()?;
+        let Ok(rest) = real.strip_prefix(&self.host_root) else {
+            return Some(None);
+        };
+        let rest = rest.to_string_lossy();
+        (rest != lexical).then(|| Some(rest.into_owned()))
+    }
+}
+
+/// Whether `rel` goes through a directory named [`STATE_DIR`] (at any depth: a symlink inside
+/// the workspace may lead to the real one under another name) other than to read a file below
+/// its `outputs/`.
+fn touches_state(rel: &str, access: Access) -> bool {
+    let outputs = &OUTPUTS_DIR[STATE_DIR.len()..];
+    let mut from = 0;
+    while let Some(i) = rel[from..].find(STATE_DIR) {
+        let start = from + i;
+        let end = start + STATE_DIR.len();
+        let rest = &rel[end..];
+        if (start == 0 || rel.as_bytes()[start - 1] == b'/')
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            let output_read = access == Access::Read
+                && rest
+                    .strip_prefix(outputs)
+                    .and_then(|r| r.strip_prefix('/'))
+                    .is_some_and(|r| !r.is_empty());
+            if !output_read {
+                return true;
+            }
+        }
+        from = end;
+    }
+    false
+}
+
+/// Append `path` to `base` in `out`, resolving `.` and `..` lexically. Returns the length of the
+/// prefix of `out` that is `base` or an ancestor of it (already checked when the base was
+/// opened). Absolute paths and paths leaving the workspace are refused with `not-permitted`,
+/// as wasmtime-wasi would refuse them.
+fn join(out: &mut String, base: &str, path: &str) -> Result<usize, ErrorCode> {
+    if path.starts_with('/') {
+        return Err(ErrorCode::NotPermitted);
+    }
+    out.clear();
+    out.push_str(base);
+    let mut verified = out.len();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if out.is_empty() {
+                    return Err(ErrorCode::NotPermitted);
+                }
+                let cut = out.rfind('/').unwrap_or(0);
+                out.truncate(cut);
+                verified = verified.min(cut);
+            }
+            name => {
+                if !out.is_empty() {
+                    out.push('/');
+                }
+                out.push_str(name);
+            }
+        }
+    }
+    Ok(verified)
+}
+
+/// Where a directory descriptor is.
+#[derive(Clone)]
+enum DirPath {
+    /// Below the workspace: workspace-relative, empty for the root.
+    Guarded(Arc<str>),
+    /// A preopen outside the workspace mount: not filtered.
+    Unguarded,
+}
+
+/// Per-call filesystem guard state, kept in the store next to the WASI context.
+#[derive(Default)]
+pub(crate) struct FsGuard {
+    deny: Option<Arc<FsDeny>>,
+    /// Directory descriptor rep -> its path.
+    dirs: HashMap<u32, DirPath>,
+    /// Directory-entry-stream rep -> the listed directory's workspace-relative path.
+    streams: HashMap<u32, Arc<str>>,
+    /// Scratch buffer for joined paths.
+    buf: String,
+    /// A second scratch buffer (the other side of rename/link, symlink targets).
+    buf2: String,
+    /// The last directory found clean (it and all its ancestors are no secret), so a run of
+    /// opens in one directory matches only each file's own name.
+    clean_dir: String,
+}
+
+impl FsGuard {
+    /// A guard enforcing `deny`, or passing everything through when `None`.
+    pub(crate) fn new(deny: Option<Arc<FsDeny>>) -> Self {
+        FsGuard {
+            deny,
+            ..FsGuard::default()
+        }
+    }
+}
+
+/// [`HasData`] for the guarded `wasi:filesystem` interfaces.
+pub(crate) struct GuardedFs;
+
+impl HasData for GuardedFs {
+    type Data<'a> = GuardedFsView<'a>;
+}
+
+/// wasmtime-wasi's filesystem view plus this call's guard.
+pub(crate) struct GuardedFsView<'a> {
+    pub(crate) inner: WasiFilesystemCtxView<'a>,
+    pub(crate) guard: &'a mut FsGuard,
+}
+
+/// Which buffer to join into.
+#[derive(Clone, Copy)]
+enum Slot {
+    First,
+    Second,
+}
+
+impl GuardedFsView<'_> {
+    /// The path of directory descriptor `rep`: `Ok(None)` when unguarded (no policy, or a
+    /// preopen outside the workspace).
+    fn dir_path(&self, fd: &Resource<Descriptor>) -> FsResult<Option<Arc<str>>> {
+        if self.guard.deny.is_none() {
+            return Ok(None);
+        }
+        match self.guard.dirs.get(&fd.rep()) {
+            Some(DirPath::Guarded(p)) => Ok(Some(p.clone())),
+            Some(DirPath::Unguarded) => Ok(None),
+            // Not a directory we handed out: a file (the call fails as wasmtime-wasi would
+            // fail it) or something unknown (refused).
+            None => match self.inner.table.get(fd)? {
+                Descriptor::File(_) => Err(ErrorCode::NotDirectory.into()),
+                Descriptor::Dir(_) => Err(ErrorCode::Access.into()),
+            },
+        }
+    }
+
+    /// Check `path` relative to descriptor `fd` for `access`; the joined path is left in the
+    /// chosen buffer. `Ok(false)` when the descriptor is unguarded.
+    fn check(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        path: &str,
+        access: Access,
+        slot: Slot,
+    ) -> FsResult<bool> {
+        let Some(base) = self.dir_path(fd)? else {
+            return Ok(false);
+        };
+        let Some(deny) = self.guard.deny.clone() else {
+            return Ok(false);
+        };
+        let guard = &mut *self.guard;
+        let buf = match slot {
+            Slot::First => &mut guard.buf,
+            Slot::Second => &mut guard.buf2,
+        };
+        let mut verified = join(buf, &base, path)?;
+        let parent = buf.rfind('/').unwrap_or(0);
+        if parent > verified && buf[..parent] == guard.clean_dir[..] {
+            verified = parent;
+        }
+        if deny.denied(buf, verified, access) {
+            return Err(ErrorCode::Access.into());
+        }
+        if parent > 0 && buf[..parent] != guard.clean_dir[..] {
+            guard.clean_dir.clear();
+            guard.clean_dir.push_str(&buf[..parent]);
+        }
+        Ok(true)
+    }
+
+    /// Check the target of a symlink created at `dest` (relative to `fd`): it must not lead to
+    /// anything denied (as if written through).
+    fn check_symlink_target(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        target: &str,
+        dest: &str,
+    ) -> FsResult<()> {
+        if !self.check(fd, dest, Access::Write, Slot::First)? {
+            return Ok(());
+        }
+        let Some(deny) = self.guard.deny.clone() else {
+            return Ok(());
+        };
+        if target.starts_with('/') {
+            return Err(ErrorCode::Access.into());
+        }
+        let guard = &mut *self.guard;
+        let link_dir = &guard.buf[..guard.buf.rfind('/').unwrap_or(0)];
+        join(&mut guard.buf2, link_dir, target).map_err(|_| ErrorCode::Access)?;
+        if deny.denied(&guard.buf2, 0, Access::Write) {
+            return Err(ErrorCode::Access.into());
+        }
+        Ok(())
+    }
+}
+
+/// Whether an open can create, change or remove anything.
+fn open_writes(oflags: types::OpenFlags, flags: types::DescriptorFlags) -> bool {
+    oflags.intersects(
+        types::OpenFlags::CREATE | types::OpenFlags::TRUNCATE | types::OpenFlags::EXCLUSIVE,
+    ) || flags.intersects(types::DescriptorFlags::WRITE | types::DescriptorFlags::MUTATE_DIRECTORY)
+}
+
+impl preopens::Host for GuardedFsView<'_> {
+    fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
+        let dirs = preopens::Host::get_directories(&mut self.inner)?;
+        if let Some(deny) = &self.guard.deny {
+            for (fd, guest) in &dirs {
+                let path = match deny.preopen_rel(guest) {
+                    Some(rel) => DirPath::Guarded(rel),
+                    None => DirPath::Unguarded,
+                };
+                self.guard.dirs.insert(fd.rep(), path);
+            }
+        }
+        Ok(dirs)
+    }
+}
+
+impl types::Host for GuardedFsView<'_> {
+    fn convert_error_code(&mut self, err: FsError) -> wasmtime::Result<ErrorCode> {
+        types::Host::convert_error_code(&mut self.inner, err)
+    }
+
+    fn filesystem_error_code(
+        &mut self,
+        err: Resource<wasmtime::Error>,
+    ) -> wasmtime::Result<Option<ErrorCode>> {
+        types::Host::filesystem_error_code(&mut self.inner, err)
+    }
+}
+
+impl HostDescriptor for GuardedFsView<'_> {
+    async fn advise(
+        &mut self,
+        fd: Resource<Descriptor>,
+        offset: types::Filesize,
+        len: types::Filesize,
+        advice: types::Advice,
+    ) -> FsResult<()> {
+        HostDescriptor::advise(&mut self.inner, fd, offset, len, advice).await
+    }
+
+    async fn sync_data(&mut self, fd: Resource<Descriptor>) -> FsResult<()> {
+        HostDescriptor::sync_data(&mut self.inner, fd).await
+    }
+
+    async fn get_flags(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorFlags> {
+        HostDescriptor::get_flags(&mut self.inner, fd).await
+    }
+
+    async fn get_type(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorType> {
+        HostDescriptor::get_type(&mut self.inner, fd).await
+    }
+
+    async fn set_size(&mut self, fd: Resource<Descriptor>, size: types::Filesize) -> FsResult<()> {
+        HostDescriptor::set_size(&mut self.inner, fd, size).await
+    }
+
+    async fn set_times(
+        &mut self,
+        fd: Resource<Descriptor>,
+        atim: types::NewTimestamp,
+        mtim: types::NewTimestamp,
+    ) -> FsResult<()> {
+        HostDescriptor::set_times(&mut self.inner, fd, atim, mtim).await
+    }
+
+    async fn read(
+        &mut self,
+        fd: Resource<Descriptor>,
+        len: types::Filesize,
+        offset: types::Filesize,
+    ) -> FsResult<(Vec<u8>, bool)> {
+        HostDescriptor::read(&mut self.inner, fd, len, offset).await
+    }
+
+    async fn write(
+        &mut self,
+        fd: Resource<Descriptor>,
+        buf: Vec<u8>,
+        offset: types::Filesize,
+    ) -> FsResult<types::Filesize> {
+        HostDescriptor::write(&mut self.inner, fd, buf, offset).await
+    }
+
+    async fn read_directory(
+        &mut self,
+        fd: Resource<Descriptor>,
+    ) -> FsResult<Resource<ReaddirIterator>> {
+        let path = self.dir_path(&fd)?;
+        let stream = HostDescriptor::read_directory(&mut self.inner, fd).await?;
+        if let Some(path) = path {
+            self.guard.streams.insert(stream.rep(), path);
+        }
+        Ok(stream)
+    }
+
+    async fn sync(&mut self, fd: Resource<Descriptor>) -> FsResult<()> {
+        HostDescriptor::sync(&mut self.inner, fd).await
+    }
+
+    async fn create_directory_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path: String,
+    ) -> FsResult<()> {
+        self.check(&fd, &path, Access::Write, Slot::First)?;
+        HostDescriptor::create_directory_at(&mut self.inner, fd, path).await
+    }
+
+    async fn stat(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorStat> {
+        HostDescriptor::stat(&mut self.inner, fd).await
+    }
+
+    async fn stat_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: types::PathFlags,
+        path: String,
+    ) -> FsResult<types::DescriptorStat> {
+        self.check(&fd, &path, Access::Read, Slot::First)?;
+        HostDescriptor::stat_at(&mut self.inner, fd, path_flags, path).await
+    }
+
+    async fn set_times_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: types::PathFlags,
+        path: String,
+        atim: types::NewTimestamp,
+        mtim: types::NewTimestamp,
+    ) -> FsResult<()> {
+        self.check(&fd, &path, Access::Write, Slot::First)?;
+        HostDescriptor::set_times_at(&mut self.inner, fd, path_flags, path, atim, mtim).await
+    }
+
+    async fn link_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        old_path_flags: types::PathFlags,
+        old_path: String,
+        new_descriptor: Resource<Descriptor>,
+        new_path: String,
+    ) -> FsResult<()> {
+        self.check(&fd, &old_path, Access::Write, Slot::First)?;
+        self.check(&new_descriptor, &new_path, Access::Write, Slot::Second)?;
+        HostDescriptor::link_at(
+            &mut self.inner,
+            fd,
+            old_path_flags,
+            old_path,
+            new_descriptor,
+            new_path,
+        )
+        .await
+    }
+
+    async fn open_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: types::PathFlags,
+        path: String,
+        oflags: types::OpenFlags,
+        flags: types::DescriptorFlags,
+    ) -> FsResult<Resource<Descriptor>> {
+        let access = if open_writes(oflags, flags) {
+            Access::Write
+        } else {
+            Access::Read
+        };
+        let guarded = self.check(&fd, &path, access, Slot::First)?;
+        let opened =
+            HostDescriptor::open_at(&mut self.inner, fd, path_flags, path, oflags, flags).await?;
+        if !guarded {
+            if self.guard.deny.is_some() {
+                self.guard.dirs.insert(opened.rep(), DirPath::Unguarded);
+            }
+            return Ok(opened);
+        }
+        let descriptor = self.inner.table.get(&opened)?;
+        let is_dir = matches!(descriptor, Descriptor::Dir(_));
+        #[cfg(target_os = "linux")]
+        let real = match self.guard.deny.as_ref() {
+            Some(deny) => deny.real_rel(descriptor, &self.guard.buf),
+            None => None,
+        };
+        #[cfg(not(target_os = "linux"))]
+        let real: Option<Option<String>> = None;
+        let path = match real {
+            None => None,
+            Some(Some(real))
+                if !self
+                    .guard
+                    .deny
+                    .as_ref()
+                    .is_some_and(|d| d.denied(&real, 0, access)) =>
+            {
+                Some(real)
+            }
+            // Reached through a symlink to something denied, or outside the workspace.
+            Some(_) => {
+                self.inner.table.delete(opened)?;
+                return Err(ErrorCode::Access.into());
+            }
+        };
+        if is_dir {
+            let rel: Arc<str> = match path {
+                Some(real) => Arc::from(real),
+                None => Arc::from(self.guard.buf.as_str()),
+            };
+            self.guard.dirs.insert(opened.rep(), DirPath::Guarded(rel));
+        }
+        Ok(opened)
+    }
+
+    fn drop(&mut self, fd: Resource<Descriptor>) -> wasmtime::Result<()> {
+        let rep = fd.rep();
+        HostDescriptor::drop(&mut self.inner, fd)?;
+        self.guard.dirs.remove(&rep);
+        Ok(())
+    }
+
+    async fn readlink_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<String> {
+        self.check(&fd, &path, Access::Read, Slot::First)?;
+        HostDescriptor::readlink_at(&mut self.inner, fd, path).await
+    }
+
+    async fn remove_directory_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path: String,
+    ) -> FsResult<()> {
+        self.check(&fd, &path, Access::Write, Slot::First)?;
+        HostDescriptor::remove_directory_at(&mut self.inner, fd, path).await
+    }
+
+    async fn rename_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        old_path: String,
+        new_fd: Resource<Descriptor>,
+        new_path: String,
+    ) -> FsResult<()> {
+        self.check(&fd, &old_path, Access::Write, Slot::First)?;
+        self.check(&new_fd, &new_path, Access::Write, Slot::Second)?;
+        HostDescriptor::rename_at(&mut self.inner, fd, old_path, new_fd, new_path).await
+    }
+
+    async fn symlink_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        src_path: String,
+        dest_path: String,
+    ) -> FsResult<()> {
+        self.check_symlink_target(&fd, &src_path, &dest_path)?;
+        HostDescriptor::symlink_at(&mut self.inner, fd, src_path, dest_path).await
+    }
+
+    async fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        self.check(&fd, &path, Access::Write, Slot::First)?;
+        HostDescriptor::unlink_file_at(&mut self.inner, fd, path).await
+    }
+
+    fn read_via_stream(
+        &mut self,
+        fd: Resource<Descriptor>,
+        offset: types::Filesize,
+    ) -> FsResult<Resource<DynInputStream>> {
+        HostDescriptor::read_via_stream(&mut self.inner, fd, offset)
+    }
+
+    fn write_via_stream(
+        &mut self,
+        fd: Resource<Descriptor>,
+        offset: types::Filesize,
+    ) -> FsResult<Resource<DynOutputStream>> {
+        HostDescriptor::write_via_stream(&mut self.inner, fd, offset)
+    }
+
+    fn append_via_stream(
+        &mut self,
+        fd: Resource<Descriptor>,
+    ) -> FsResult<Resource<DynOutputStream>> {
+        HostDescriptor::append_via_stream(&mut self.inner, fd)
+    }
+
+    async fn is_same_object(
+        &mut self,
+        a: Resource<Descriptor>,
+        b: Resource<Descriptor>,
+    ) -> wasmtime::Result<bool> {
+        HostDescriptor::is_same_object(&mut self.inner, a, b).await
+    }
+
+    async fn metadata_hash(
+        &mut self,
+        fd: Resource<Descriptor>,
+    ) -> FsResult<types::MetadataHashValue> {
+        HostDescriptor::metadata_hash(&mut self.inner, fd).await
+    }
+
+    async fn metadata_hash_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: types::PathFlags,
+        path: String,
+    ) -> FsResult<types::MetadataHashValue> {
+        self.check(&fd, &path, Access::Read, Slot::First)?;
+        HostDescriptor::metadata_hash_at(&mut self.inner, fd, path_flags, path).await
+    }
+}
+
+impl HostDirectoryEntryStream for GuardedFsView<'_> {
+    async fn read_directory_entry(
+        &mut self,
+        stream: Resource<ReaddirIterator>,
+    ) -> FsResult<Option<types::DirectoryEntry>> {
+        let (Some(dir), Some(deny)) = (
+            self.guard.streams.get(&stream.rep()).cloned(),
+            self.guard.deny.clone(),
+        ) else {
+            return HostDirectoryEntryStream::read_directory_entry(&mut self.inner, stream).await;
+        };
+        let rep = stream.rep();
+        let mut stream = stream;
+        loop {
+            let next =
+                HostDirectoryEntryStream::read_directory_entry(&mut self.inner, stream).await?;
+            let Some(entry) = next else {
+                return Ok(None);
+            };
+            let buf = &mut self.guard.buf;
+            buf.clear();
+            buf.push_str(&dir);
+            if !buf.is_empty() {
+                buf.push('/');
+            }
+            buf.push_str(&entry.name);
+            if !deny.denied(buf, dir.len(), Access::Read) {
+                return Ok(Some(entry));
+            }
+            stream = Resource::new_borrow(rep);
+        }
+    }
+
+    fn drop(&mut self, stream: Resource<ReaddirIterator>) -> wasmtime::Result<()> {
+        let rep = stream.rep();
+        HostDirectoryEntryStream::drop(&mut self.inner, stream)?;
+        self.guard.streams.remove(&rep);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::sandbox::{wit, Capabilities, GuestResult, Limits, Preopen, Sandbox};
+    use serde_json::{json, Value};
+
+    fn deny(dir: &std::path::Path) -> FsDeny {
+        FsDeny::new(Workspace::new(dir, &["config/secrets.yaml".to_string()]).unwrap())
+    }
+
+    #[test]
+    fn join_resolves_dots_and_refuses_escapes() {
+        let mut out = String::new();
+        assert_eq!(join(&mut out, "", "a/./b//c"), Ok(0));
+        assert_eq!(out, "a/b/c");
+        assert_eq!(join(&mut out, "src", "x.rs"), Ok(3));
+        assert_eq!(out, "src/x.rs");
+        assert_eq!(join(&mut out, "src/sub", "../.env"), Ok(3));
+        assert_eq!(out, "src/.env");
+        assert_eq!(join(&mut out, "src/a", "../../.env"), Ok(0));
+        assert_eq!(out, ".env");
+        assert_eq!(
+            join(&mut out, "src", "../../.env"),
+            Err(ErrorCode::NotPermitted)
+        );
+        assert_eq!(join(&mut out, "src", "."), Ok(3));
+        assert_eq!(out, "src");
+        assert_eq!(join(&mut out, "", "../x"), Err(ErrorCode::NotPermitted));
+        assert_eq!(
+            join(&mut out, "src", "/etc/passwd"),
+            Err(ErrorCode::NotPermitted)
+        );
+    }
+
+    #[test]
+    fn deny_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = deny(dir.path());
+        let cases: &[(&str, Access, bool)] = &[
+            ("", Access::Read, false),
+            ("src/main.rs", Access::Read, false),
+            ("src/main.rs", Access::Write, false),
+            (".env", Access::Read, true),
+            ("a/b/.env.local", Access::Read, true),
+            (".ssh", Access::Read, true),
+            (".ssh/config", Access::Read, true),
+            ("deep/.aws/x/y", Access::Read, true),
+            ("keys/server.pem", Access::Read, true),
+            ("src/id_map.rs", Access::Read, false),
+            ("config/secrets.yaml", Access::Read, true),
+            ("config/other.yaml", Access::Read, false),
+            (".toolgate", Access::Read, true),
+            (".toolgate/grants.toml", Access::Read, true),
+            (".toolgate/grants.toml", Access::Write, true),
+            (".toolgate/outputs", Access::Read, true),
+            (".toolgate/outputs/x.txt", Access::Read, false),
+            (".toolgate/outputs/x.txt", Access::Write, true),
+            (".toolgatex/y", Access::Write, false),
+            ("x.toolgate/y", Access::Write, false),
+            (".toolgate/outputsx", Access::Read, true),
+            ("alias/.toolgate/grants.toml", Access::Write, true),
+            ("alias/.toolgate/outputs/x.txt", Access::Read, false),
+            ("alias/.toolgate/outputs/x.txt", Access::Write, true),
+        ];
+        for (rel, access, denied) in cases {
+            assert_eq!(d.denied(rel, 0, *access), *denied, "{rel} {access:?}");
+        }
+        // An already verified prefix is not matched again.
+        assert!(d.denied("keys.pem/readme", 0, Access::Read));
+        assert!(!d.denied("keys.pem/readme", 8, Access::Read));
+    }
+
+    #[test]
+    fn preopen_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = deny(dir.path());
+        assert_eq!(d.preopen_rel("/workspace").as_deref(), Some(""));
+        assert_eq!(d.preopen_rel("/workspace/src/a").as_deref(), Some("src/a"));
+        assert_eq!(d.preopen_rel("/workspacex"), None);
+        assert_eq!(d.preopen_rel("/tmp"), None);
+    }
+
+    fn hostile() -> Vec<u8> {
+        let file = format!(
+            "{}/toolgate_tool_test_hostile.wasm",
+            crate::tools::registry::GUEST_ARTIFACT_DIR
+        );
+        std::fs::read(file).unwrap()
+    }
+
+    /// Run the hostile guest's `probe` mode with the workspace root preopened writable.
+    async fn probe(root: &std::path::Path, guarded: bool, ops: Value) -> Vec<Value> {
+        let cache = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox::new(Some(cache.path().to_path_buf())).unwrap();
+        let limits = Limits::default();
+        let loaded = sandbox.load("test-hostile", &hostile()).unwrap();
+        let caps = Capabilities {
+            preopens: vec![Preopen {
+                host: root.to_path_buf(),
+                guest: GUEST_ROOT.to_string(),
+                writable: true,
+            }],
+            deny: guarded.then(|| Arc::new(deny(root))),
+        };
+        let context = wit::CallContext {
+            workspace_root: GUEST_ROOT.to_string(),
+            max_output_bytes: 1 << 20,
+            denied_globs: Vec::new(),
+        };
+        let input = json!({"mode": "probe", "ops": ops}).to_string();
+        let result = sandbox
+            .call(&loaded, &caps, &limits, &input, &context)
+            .await
+            .unwrap();
+        let GuestResult::Output(out) = result else {
+            panic!("the probe failed");
+        };
+        let data: Value = serde_json::from_str(&out.data).unwrap();
+        data["results"].as_array().unwrap().clone()
+    }
+
+    fn workspace() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join(".env"), "SECRET=1").unwrap();
+        std::fs::write(root.join("notes.txt"), "hello").unwrap();
+        std::fs::create_dir_all(root.join(".toolgate/outputs")).unwrap();
+        std::fs::write(root.join(".toolgate/outputs/call-1.txt"), "saved").unwrap();
+        std::fs::write(root.join(".toolgate/grants.toml"), "").unwrap();
+        std::fs::create_dir_all(root.join("src/.ssh")).unwrap();
+        std::fs::write(root.join("src/.ssh/id_ed25519"), "key").unwrap();
+        std::fs::write(root.join("src/lib.rs"), "// lib").unwrap();
+        std::os::unix::fs::symlink(".env", root.join("innocent")).unwrap();
+        std::os::unix::fs::symlink("..", root.join("src/up")).unwrap();
+        (dir, root)
+    }
+
+    fn ok(results: &[Value], i: usize) -> bool {
+        results[i]["ok"].as_bool().unwrap()
+    }
+
+    #[tokio::test]
+    async fn writable_root_preopen_is_filtered() {
+        let (_dir, root) = workspace();
+        let ops = json!([
+            {"op": "read", "path": "/workspace/.env"},
+            {"op": "write", "path": "/workspace/.toolgate/x"},
+            {"op": "write", "path": "/workspace/.toolgate/grants.toml"},
+            {"op": "read", "path": "/workspace/.toolgate/outputs/call-1.txt"},
+            {"op": "write", "path": "/workspace/.toolgate/outputs/call-2.txt"},
+            {"op": "read", "path": "/workspace/notes.txt"},
+            {"op": "write", "path": "/workspace/new.txt"},
+            {"op": "list", "path": "/workspace"},
+            {"op": "list", "path": "/workspace/src"},
+            {"op": "read", "path": "/workspace/src/.ssh/id_ed25519"},
+            {"op": "read", "path": "/workspace/src/../.env"},
+            {"op": "stat", "path": "/workspace/.env"},
+            {"op": "remove", "path": "/workspace/.env"},
+            {"op": "rename", "path": "/workspace/.env", "to": "/workspace/plain"},
+            {"op": "rename", "path": "/workspace/notes.txt", "to": "/workspace/.toolgate/n"},
+            {"op": "symlink", "path": "/workspace/link", "target": ".env"},
+            {"op": "symlink", "path": "/workspace/src/link", "target": "../.toolgate/outputs/call-1.txt"},
+            {"op": "read", "path": "/workspace/innocent"},
+            {"op": "mkdir", "path": "/workspace/.ssh"},
+            {"op": "mkdir", "path": "/workspace/made"},
+            {"op": "symlink", "path": "/workspace/here", "target": "."},
+            {"op": "write", "path": "/workspace/here/.toolgate/grants.toml"},
+            {"op": "rename", "path": "/workspace/new.txt", "to": "/workspace/src/up/.toolgate/grants.toml"},
+            {"op": "read", "path": "/workspace/src/up/.env"},
+            {"op": "read", "path": "/workspace/src/up/notes.txt"},
+        ]);
+        let r = probe(&root, true, ops).await;
+        let expect = [
+            false, false, false, true, false, true, true, true, true, false, false, false, false,
+            false, false, false, false, false, false, true,
+        ];
+        for (i, want) in expect.iter().enumerate() {
+            assert_eq!(ok(&r, i), *want, "{}", r[i]);
+        }
+        assert_eq!(r[3]["detail"], "saved");
+        let top: Vec<&str> = r[7]["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(
+            !top.contains(&".env") && !top.contains(&".toolgate"),
+            "{top:?}"
+        );
+        assert!(
+            top.contains(&"notes.txt") && top.contains(&"src"),
+            "{top:?}"
+        );
+        assert_eq!(r[8]["entries"], json!(["lib.rs", "up"]));
+        assert!(
+            r[0]["detail"].as_str().unwrap().contains("ermission"),
+            "{}",
+            r[0]
+        );
+        assert!(!root.join(".toolgate/x").exists());
+        assert_eq!(
+            std::fs::read_to_string(root.join(".toolgate/grants.toml")).unwrap(),
+            ""
+        );
+        assert!(root.join(".env").exists() && !root.join("plain").exists());
+        assert!(!root.join("link").exists() && !root.join("src/link").exists());
+        assert!(root.join("new.txt").exists() && root.join("made").is_dir());
+    }
+
+    #[tokio::test]
+    async fn without_a_policy_everything_passes() {
+        let (_dir, root) = workspace();
+        let ops = json!([
+            {"op": "read", "path": "/workspace/.env"},
+            {"op": "list", "path": "/workspace"},
+        ]);
+        let r = probe(&root, false, ops).await;
+        assert!(ok(&r, 0) && ok(&r, 1), "{r:?}");
+        assert!(r[1]["entries"].as_array().unwrap().contains(&json!(".env")));
+    }
+}

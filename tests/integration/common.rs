@@ -1,0 +1,151 @@
+//! Helpers shared by the integration tests: a fresh temp workspace per test, a gate over it
+//! that shares one component cache, and small accessors for observations.
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+use toolgate::sandbox::Limits;
+use toolgate::{Gate, GateOptions, Observation, Status};
+
+/// The session most tests use.
+pub const SESSION: &str = "test";
+
+/// Compiled components are cached here once for every test (and every CLI process).
+pub fn cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("component-cache")
+}
+
+/// The misbehaving test guest.
+pub fn hostile_component() -> PathBuf {
+    PathBuf::from(format!(
+        "{}/toolgate_tool_test_hostile.wasm",
+        toolgate::tools::registry::GUEST_ARTIFACT_DIR
+    ))
+}
+
+/// A fresh temporary workspace.
+pub struct Ws {
+    dir: tempfile::TempDir,
+}
+
+impl Ws {
+    pub fn new() -> Self {
+        Ws {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// The workspace root (canonical, so it compares with what the host stores).
+    pub fn root(&self) -> PathBuf {
+        self.dir.path().canonicalize().unwrap()
+    }
+
+    /// Absolute path of `rel`.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root().join(rel)
+    }
+
+    /// Write `text` to `rel`, creating parent directories.
+    pub fn write(&self, rel: &str, text: impl AsRef<[u8]>) -> &Self {
+        let p = self.path(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(p, text).unwrap();
+        self
+    }
+
+    /// Create the directory `rel` (and its parents).
+    pub fn mkdir(&self, rel: &str) -> &Self {
+        std::fs::create_dir_all(self.path(rel)).unwrap();
+        self
+    }
+
+    /// The text of `rel`.
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).unwrap()
+    }
+
+    /// The bytes of `rel`.
+    pub fn bytes(&self, rel: &str) -> Vec<u8> {
+        std::fs::read(self.path(rel)).unwrap()
+    }
+
+    /// Set the modification time of `rel` to `secs_ago` seconds ago.
+    pub fn age(&self, rel: &str, secs_ago: u64) -> &Self {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.path(rel))
+            .unwrap();
+        f.set_modified(SystemTime::now() - Duration::from_secs(secs_ago))
+            .unwrap();
+        self
+    }
+
+    /// A gate with the default limits (plus the hostile test guest).
+    pub async fn gate(&self, allow_writes: bool) -> Gate {
+        self.open(allow_writes, None).await
+    }
+
+    /// A gate with `limits`.
+    pub async fn gate_with(&self, allow_writes: bool, limits: Limits) -> Gate {
+        self.open(allow_writes, Some(limits)).await
+    }
+
+    async fn open(&self, allow_writes: bool, limits: Option<Limits>) -> Gate {
+        Gate::open(GateOptions {
+            workspace: self.root(),
+            allow_writes,
+            cache_dir: Some(cache_dir()),
+            extra_components: vec![hostile_component()],
+            limits,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+    }
+}
+
+/// Limits small enough that the hostile guest is stopped quickly.
+pub fn tight_limits() -> Limits {
+    Limits {
+        timeout: Duration::from_millis(500),
+        max_memory_bytes: 64 << 20,
+        max_result_bytes: 1 << 20,
+        ..Limits::default()
+    }
+}
+
+/// One call in the default test session.
+pub async fn call(gate: &Gate, tool: &str, input: Value) -> Observation {
+    gate.call(SESSION, tool, input).await
+}
+
+/// One call that must succeed; returns its observation.
+pub async fn ok(gate: &Gate, tool: &str, input: Value) -> Observation {
+    let o = gate.call(SESSION, tool, input).await;
+    assert_eq!(o.status, Status::Ok, "expected ok, got {o:#?}");
+    o
+}
+
+/// `read` the file so the session may change it.
+pub async fn read_first(gate: &Gate, rel: &str) {
+    ok(gate, "read", json!({ "path": rel })).await;
+}
+
+/// The observation's error code (or "" when it has none).
+pub fn code(o: &Observation) -> &str {
+    o.error_code.as_deref().unwrap_or("")
+}
+
+/// The observation as JSON with the per-call audit id blanked, for whole-object asserts.
+pub fn stable(o: &Observation) -> Value {
+    let mut v = serde_json::to_value(o).unwrap();
+    v["audit_id"] = json!("<audit>");
+    v
+}
+
+/// Whether the path exists (without following a final symlink).
+pub fn exists(p: &Path) -> bool {
+    p.symlink_metadata().is_ok()
+}

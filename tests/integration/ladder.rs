@@ -1,0 +1,342 @@
+//! The permission ladder end to end (SPEC §5 stages 3–9): a table over mode × rules × grants ×
+//! hooks × tool class, each row checking the status, the deciding stage and its source, plus
+//! the approval broker's behaviour and the attacks on it.
+
+use crate::common::{cache_dir, Ws, SESSION};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use toolgate::gate::approval::{Answer, AnswerFuture, ApprovalRequest, Approver};
+use toolgate::policy::{Mode, PolicySource};
+use toolgate::state::AuditQuery;
+use toolgate::{Gate, GateOptions, Observation, Status};
+
+/// An approval surface that answers every request with one answer and remembers the requests.
+struct Scripted {
+    answer: Answer,
+    asked: AtomicUsize,
+    requests: Mutex<Vec<ApprovalRequest>>,
+}
+
+impl Scripted {
+    fn new(answer: Answer) -> Arc<Self> {
+        Arc::new(Scripted {
+            answer,
+            asked: AtomicUsize::new(0),
+            requests: Mutex::new(Vec::new()),
+        })
+    }
+    fn asked(&self) -> usize {
+        self.asked.load(Ordering::SeqCst)
+    }
+}
+
+impl Approver for Scripted {
+    fn ask(&self, request: ApprovalRequest) -> AnswerFuture {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        self.requests.lock().unwrap().push(request);
+        let answer = self.answer;
+        Box::pin(async move { Some(answer) })
+    }
+}
+
+struct Setup<'a> {
+    policy: &'a str,
+    grants_file: Option<&'a str>,
+    cli_grants: &'a [&'a str],
+    approver: Option<Arc<dyn Approver>>,
+}
+
+impl Default for Setup<'_> {
+    fn default() -> Self {
+        Setup {
+            policy: "mode = \"ask\"\n",
+            grants_file: None,
+            cli_grants: &[],
+            approver: None,
+        }
+    }
+}
+
+async fn gate(ws: &Ws, s: Setup<'_>) -> Gate {
+    ws.write(".toolgate/policy.toml", s.policy);
+    if let Some(g) = s.grants_file {
+        ws.write(".toolgate/grants.toml", g);
+    }
+    Gate::open(GateOptions {
+        workspace: ws.root(),
+        cache_dir: Some(cache_dir()),
+        grants: s.cli_grants.iter().map(|g| g.to_string()).collect(),
+        approver: s.approver,
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+}
+
+/// The decision event of a call: (decision, stage, source).
+fn decision(gate: &Gate, o: &Observation) -> (String, String, String) {
+    let events = gate
+        .state()
+        .audit_events(&AuditQuery {
+            call_id: Some(o.audit_id.clone()),
+            ..Default::default()
+        })
+        .unwrap();
+    let d = events
+        .iter()
+        .find(|e| e.event == "decision")
+        .unwrap_or_else(|| panic!("no decision event for {o:#?}"));
+    let s = |k: &str| d.detail[k].as_str().unwrap_or_default().to_string();
+    (s("decision"), s("stage"), s("source"))
+}
+
+fn write_new() -> Value {
+    json!({"path": "src/new.txt", "content": "hello\n"})
+}
+
+fn hook_script(ws: &Ws, name: &str, body: &str) -> String {
+    let path = ws.path(&format!("hooks/{name}.sh"));
+    ws.write(&format!("hooks/{name}.sh"), format!("#!/bin/sh\n{body}\n"));
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+/// One row of the ladder table.
+struct Row {
+    name: &'static str,
+    policy: String,
+    grants_file: Option<&'static str>,
+    cli_grants: &'static [&'static str],
+    tool: &'static str,
+    input: Value,
+    status: Status,
+    stage: &'static str,
+    source_contains: &'static str,
+}
+
+#[tokio::test]
+async fn ladder_table() {
+    let rule = |key: &str, decision: &str| format!("[[rules]]\nkey = \"{key}\"\ndecision = \"{decision}\"\n");
+    let read = json!({"path": "src/a.txt"});
+    let rows = vec![
+        Row { name: "read needs no grant", policy: "mode = \"ask\"\n".into(), grants_file: None, cli_grants: &[], tool: "read", input: read.clone(), status: Status::Ok, stage: "no-permission", source_contains: "read-only" },
+        Row { name: "deny rule beats a read", policy: format!("mode = \"ask\"\n{}", rule("read:src/**", "deny")), grants_file: None, cli_grants: &[], tool: "read", input: read.clone(), status: Status::Denied, stage: "rules", source_contains: "policy.toml:2" },
+        Row { name: "headless write is denied", policy: "mode = \"ask\"\n".into(), grants_file: None, cli_grants: &[], tool: "write", input: write_new(), status: Status::Denied, stage: "ask", source_contains: "headless" },
+        Row { name: "safe mode blocks writes", policy: "mode = \"safe\"\n".into(), grants_file: None, cli_grants: &["write"], tool: "write", input: write_new(), status: Status::Denied, stage: "mode", source_contains: "safe" },
+        Row { name: "allow-all approves", policy: "mode = \"allow-all\"\n".into(), grants_file: None, cli_grants: &[], tool: "write", input: write_new(), status: Status::Ok, stage: "mode", source_contains: "allow-all" },
+        Row { name: "allow-all still obeys deny rules", policy: format!("mode = \"allow-all\"\n{}", rule("write:src/**", "deny")), grants_file: None, cli_grants: &[], tool: "write", input: write_new(), status: Status::Denied, stage: "rules", source_contains: "policy.toml:2" },
+        Row { name: "policy allow rule", policy: format!("mode = \"ask\"\n{}", rule("write:src/**", "allow")), grants_file: None, cli_grants: &[], tool: "write", input: write_new(), status: Status::Ok, stage: "project-allowlist", source_contains: "policy.toml:2" },
+        Row { name: "allow and deny on the same path: deny wins", policy: format!("mode = \"ask\"\n{}{}", rule("write:src/**", "allow"), rule("write:src/**", "deny")), grants_file: None, cli_grants: &[], tool: "write", input: write_new(), status: Status::Denied, stage: "rules", source_contains: "policy.toml:5" },
+        Row { name: "ask rule beats a session grant", policy: format!("mode = \"ask\"\n{}", rule("write:src/**", "ask")), grants_file: None, cli_grants: &["write"], tool: "write", input: write_new(), status: Status::Denied, stage: "ask", source_contains: "headless" },
+        Row { name: "project grant from grants.toml", policy: "mode = \"ask\"\n".into(), grants_file: Some("[[grants]]\nkey = \"write:src/**\"\n"), cli_grants: &[], tool: "write", input: write_new(), status: Status::Ok, stage: "project-allowlist", source_contains: "grants.toml:1" },
+        Row { name: "grant for another directory does not apply", policy: "mode = \"ask\"\n".into(), grants_file: Some("[[grants]]\nkey = \"write:docs/**\"\n"), cli_grants: &[], tool: "write", input: write_new(), status: Status::Denied, stage: "ask", source_contains: "headless" },
+        Row { name: "session grant from the command line", policy: "mode = \"ask\"\n".into(), grants_file: None, cli_grants: &["write:src/**"], tool: "write", input: write_new(), status: Status::Ok, stage: "session-allowlist", source_contains: "--grant 'write:src/**'" },
+        Row { name: "malformed grants file fails closed", policy: "mode = \"ask\"\n".into(), grants_file: Some("[[grants]\nkey = 1"), cli_grants: &["write"], tool: "write", input: write_new(), status: Status::Error, stage: "project-allowlist", source_contains: "" },
+    ];
+    for row in rows {
+        let ws = Ws::new();
+        ws.write("src/a.txt", "a\n");
+        let g = gate(&ws, Setup { policy: &row.policy, grants_file: row.grants_file, cli_grants: row.cli_grants, approver: None }).await;
+        let o = g.call(SESSION, row.tool, row.input.clone()).await;
+        assert_eq!(o.status, row.status, "{}: {o:#?}", row.name);
+        let (_, stage, source) = decision(&g, &o);
+        assert_eq!(stage, row.stage, "{}: {o:#?}", row.name);
+        assert!(source.contains(row.source_contains), "{}: source `{source}`", row.name);
+        if o.status == Status::Denied {
+            assert_eq!(o.stop_turn, Some(true), "{}", row.name);
+            assert!(o.hint.as_deref().is_some_and(|h| !h.is_empty()), "{}", row.name);
+        }
+    }
+}
+
+#[tokio::test]
+async fn headless_denial_names_the_rule_that_would_allow_it() {
+    let ws = Ws::new();
+    let g = gate(&ws, Setup::default()).await;
+    let o = g.call(SESSION, "write", write_new()).await;
+    assert_eq!(o.status, Status::Denied);
+    let hint = o.hint.unwrap();
+    assert!(hint.contains("--grant 'write:src/'"), "{hint}");
+    assert!(hint.contains("key = \"write:src/\" decision = \"allow\""), "{hint}");
+    assert!(!ws.path("src/new.txt").exists());
+}
+
+#[tokio::test]
+async fn hooks_in_the_ladder() {
+    // exit 2 with empty stderr still denies
+    let ws = Ws::new();
+    let deny = hook_script(&ws, "deny", "exit 2");
+    let g = gate(&ws, Setup { policy: &format!("mode = \"allow-all\"\n[[hooks]]\ncommand = [\"{deny}\"]\n"), ..Default::default() }).await;
+    let o = g.call(SESSION, "write", write_new()).await;
+    assert_eq!(o.status, Status::Denied, "{o:#?}");
+    assert_eq!(o.stage.as_deref(), Some("hooks"));
+    assert!(!ws.path("src/new.txt").exists());
+
+    // a hook allow skips the prompt...
+    let ws = Ws::new();
+    let allow = hook_script(&ws, "allow", "echo '{\"decision\":\"allow\"}'");
+    let g = gate(&ws, Setup { policy: &format!("mode = \"ask\"\n[[hooks]]\ncommand = [\"{allow}\"]\n"), ..Default::default() }).await;
+    let o = g.call(SESSION, "write", write_new()).await;
+    assert_eq!(o.status, Status::Ok, "{o:#?}");
+    assert_eq!(decision(&g, &o).1, "hooks");
+
+    // ...but never overrides a deny rule or the scope
+    let ws = Ws::new();
+    let allow = hook_script(&ws, "allow", "echo '{\"decision\":\"allow\"}'");
+    let policy = format!("mode = \"ask\"\n[[rules]]\nkey = \"write:src/**\"\ndecision = \"deny\"\n[[hooks]]\ncommand = [\"{allow}\"]\n");
+    let g = gate(&ws, Setup { policy: &policy, ..Default::default() }).await;
+    let o = g.call(SESSION, "write", write_new()).await;
+    assert_eq!(o.status, Status::Denied);
+    assert_eq!(o.stage.as_deref(), Some("rules"));
+
+    // a hook that sleeps past its timeout denies
+    let ws = Ws::new();
+    let slow = hook_script(&ws, "slow", "sleep 10");
+    let g = gate(&ws, Setup { policy: &format!("mode = \"allow-all\"\n[[hooks]]\ncommand = [\"{slow}\"]\ntimeout_ms = 300\n"), ..Default::default() }).await;
+    let t = std::time::Instant::now();
+    let o = g.call(SESSION, "write", write_new()).await;
+    assert_eq!(o.status, Status::Denied, "{o:#?}");
+    assert!(o.reason.unwrap().contains("timed out"));
+    assert!(t.elapsed() < std::time::Duration::from_secs(5));
+
+    // updated_input that moves the path outside the workspace is re-validated: scope denies
+    let ws = Ws::new();
+    let mover = hook_script(&ws, "mover", "echo '{\"decision\":\"allow\",\"updated_input\":{\"path\":\"../outside.txt\"}}'");
+    let g = gate(&ws, Setup { policy: &format!("mode = \"ask\"\n[[hooks]]\ncommand = [\"{mover}\"]\n"), ..Default::default() }).await;
+    let o = g.call(SESSION, "write", write_new()).await;
+    assert_eq!(o.status, Status::Denied, "{o:#?}");
+    assert_eq!(o.stage.as_deref(), Some("scope"));
+    assert!(!ws.root().parent().unwrap().join("outside.txt").exists());
+}
+
+#[tokio::test]
+async fn session_answer_is_not_asked_again() {
+    let ws = Ws::new();
+    let approver = Scripted::new(Answer::Session);
+    let g = gate(&ws, Setup { approver: Some(approver.clone()), ..Default::default() }).await;
+    let o = g.call(SESSION, "write", write_new()).await;
+    assert_eq!(o.status, Status::Ok, "{o:#?}");
+    assert_eq!(decision(&g, &o), ("allow".into(), "ask".into(), "user: session".into()));
+    let o = g.call(SESSION, "write", json!({"path": "src/other.txt", "content": "x"})).await;
+    assert_eq!(o.status, Status::Ok, "{o:#?}");
+    assert_eq!(decision(&g, &o).1, "session-allowlist");
+    assert_eq!(approver.asked(), 1);
+    // another session has no such grant
+    let o = g.call_with("other-session", "write", json!({"path": "src/third.txt", "content": "x"}), None).await;
+    assert_eq!(o.status, Status::Denied);
+}
+
+#[tokio::test]
+async fn project_answer_is_saved_and_seen_by_a_new_gate() {
+    let ws = Ws::new();
+    let approver = Scripted::new(Answer::Project);
+    let g = gate(&ws, Setup { approver: Some(approver.clone()), ..Default::default() }).await;
+    let o = g.call(SESSION, "write", write_new()).await;
+    assert_eq!(o.status, Status::Ok, "{o:#?}");
+    assert!(ws.read(".toolgate/grants.toml").contains("key = \"write:src/\""));
+    drop(g);
+    let g = gate(&ws, Setup::default()).await;
+    let o = g.call("fresh-session", "write", json!({"path": "src/again.txt", "content": "x"})).await;
+    assert_eq!(o.status, Status::Ok, "{o:#?}");
+    let (_, stage, source) = decision(&g, &o);
+    assert_eq!(stage, "project-allowlist");
+    assert!(source.contains("grants.toml"), "{source}");
+}
+
+#[tokio::test]
+async fn approval_binds_to_the_input() {
+    let ws = Ws::new();
+    let approver = Scripted::new(Answer::Once);
+    let g = gate(&ws, Setup { approver: Some(approver.clone()), ..Default::default() }).await;
+    assert_eq!(g.call(SESSION, "write", write_new()).await.status, Status::Ok);
+    // `once` covers that call only: a different input is asked again
+    let o = g.call(SESSION, "write", json!({"path": "src/b.txt", "content": "other"})).await;
+    assert_eq!(o.status, Status::Ok);
+    assert_eq!(approver.asked(), 2);
+    let requests = approver.requests.lock().unwrap();
+    assert_ne!(requests[0].input_sha256, requests[1].input_sha256);
+    assert_eq!(requests[0].key, "write:src/");
+    assert!(requests[0].choices.contains(&Answer::Project));
+}
+
+#[tokio::test]
+async fn denied_answer_and_prompt_text_is_plain() {
+    let ws = Ws::new();
+    let approver = Scripted::new(Answer::Deny);
+    let g = gate(&ws, Setup { approver: Some(approver.clone()), ..Default::default() }).await;
+    let o = g
+        .call(SESSION, "write", json!({"path": "src/x.txt", "content": "\u{1b}[2J\u{1b}[31mrm -rf /\u{7}"}))
+        .await;
+    assert_eq!(o.status, Status::Denied);
+    assert_eq!(o.source.as_deref(), Some("user"));
+    let requests = approver.requests.lock().unwrap();
+    let d = &requests[0].description;
+    assert!(!d.chars().any(|c| c == '\u{1b}' || c == '\u{7}'), "{d:?}");
+    assert!(d.contains("creates src/x.txt"), "{d}");
+}
+
+#[tokio::test]
+async fn mode_is_read_at_decision_time() {
+    let ws = Ws::new();
+    let g = gate(&ws, Setup { policy: "mode = \"allow-all\"\n", ..Default::default() }).await;
+    assert_eq!(g.call(SESSION, "write", write_new()).await.status, Status::Ok);
+    g.set_mode(Mode::Safe);
+    let o = g.call(SESSION, "write", json!({"path": "src/y.txt", "content": "y"})).await;
+    assert_eq!(o.status, Status::Denied);
+    assert_eq!(o.stage.as_deref(), Some("mode"));
+    let names: Vec<_> = g.visible_tools().iter().map(|t| t.name.clone()).collect();
+    assert_eq!(names, vec!["glob", "grep", "ls", "read"]);
+}
+
+#[tokio::test]
+async fn malformed_policy_stops_the_gate_with_file_and_line() {
+    let ws = Ws::new();
+    ws.write(".toolgate/policy.toml", "mode = \"ask\"\n[[rules]]\nkey = \"write:src/**\"\ndecision = \"allow\"\nmatch = [\"write:docs/\"]\n");
+    let err = Gate::open(GateOptions { workspace: ws.root(), cache_dir: Some(cache_dir()), ..Default::default() })
+        .await
+        .err()
+        .expect("a policy whose example fails must not load");
+    let text = err.to_string();
+    assert!(text.contains("policy.toml:2"), "{text}");
+    assert!(text.contains("write:docs/"), "{text}");
+
+    let ws = Ws::new();
+    ws.write(".toolgate/policy.toml", "mode = \"ask\"\nrules = 3\n");
+    assert!(Gate::open(GateOptions { workspace: ws.root(), cache_dir: Some(cache_dir()), ..Default::default() }).await.is_err());
+}
+
+#[tokio::test]
+async fn grants_file_replaced_by_a_symlink_is_refused() {
+    let ws = Ws::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(elsewhere.path().join("g.toml"), "[[grants]]\nkey = \"write\"\n").unwrap();
+    std::fs::create_dir_all(ws.path(".toolgate")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path().join("g.toml"), ws.path(".toolgate/grants.toml")).unwrap();
+    let g = gate(&ws, Setup::default()).await;
+    let o = g.call(SESSION, "write", write_new()).await;
+    assert_eq!(o.status, Status::Error, "{o:#?}");
+    assert_eq!(o.error_code.as_deref(), Some("grants-file"));
+    assert!(o.reason.unwrap().contains("symlink"));
+    assert!(!ws.path("src/new.txt").exists());
+}
+
+#[tokio::test]
+async fn ci_preset_denies_ci_config_and_allows_grants() {
+    let ws = Ws::new();
+    let g = Gate::open(GateOptions {
+        workspace: ws.root(),
+        cache_dir: Some(cache_dir()),
+        policy: Some(PolicySource::Preset("ci".into())),
+        grants: vec!["write".into()],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let o = g.call(SESSION, "write", json!({"path": ".github/workflows/x.yml", "content": "x"})).await;
+    assert_eq!(o.status, Status::Denied, "{o:#?}");
+    assert_eq!(o.stage.as_deref(), Some("rules"));
+    let o = g.call(SESSION, "write", write_new()).await;
+    assert_eq!(o.status, Status::Ok, "{o:#?}");
+}
