@@ -69,7 +69,10 @@ fn run() -> Result<(), String> {
     for guest in GUESTS {
         let file = out.join(format!("toolgate_tool_{}.wasm", guest.replace('-', "_")));
         if !file.is_file() {
-            return Err(format!("the guest build did not produce {}", file.display()));
+            return Err(format!(
+                "the guest build did not produce {}",
+                file.display()
+            ));
         }
     }
     println!("cargo:rustc-env=TOOLGATE_GUEST_DIR={}", out.display());
@@ -79,14 +82,23 @@ fn run() -> Result<(), String> {
 /// Rebuild when guest sources or the WIT change, but not when anything under a target dir does.
 fn watch(guests: &Path, wit: &Path) {
     println!("cargo:rerun-if-changed={}", wit.display());
-    println!("cargo:rerun-if-changed={}", guests.join("Cargo.toml").display());
-    println!("cargo:rerun-if-changed={}", guests.join("Cargo.lock").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        guests.join("Cargo.toml").display()
+    );
+    println!(
+        "cargo:rerun-if-changed={}",
+        guests.join("Cargo.lock").display()
+    );
     println!("cargo:rerun-if-changed={}", guests.join(".cargo").display());
     if let Ok(entries) = std::fs::read_dir(guests) {
         for entry in entries.flatten() {
             let path = entry.path();
             if path.is_dir() && path.join("Cargo.toml").is_file() {
-                println!("cargo:rerun-if-changed={}", path.join("Cargo.toml").display());
+                println!(
+                    "cargo:rerun-if-changed={}",
+                    path.join("Cargo.toml").display()
+                );
                 println!("cargo:rerun-if-changed={}", path.join("src").display());
             }
         }
@@ -110,10 +122,16 @@ fn ensure_target() -> Result<(), String> {
         .output()
         .map_err(|e| format!("could not run `{rustc} --print sysroot`: {e}"))?;
     let sysroot = String::from_utf8_lossy(&sysroot.stdout).trim().to_string();
-    if Path::new(&sysroot).join("lib/rustlib").join(TARGET).is_dir() {
+    if Path::new(&sysroot)
+        .join("lib/rustlib")
+        .join(TARGET)
+        .is_dir()
+    {
         return Ok(());
     }
-    println!("cargo:warning=installing the {TARGET} target with rustup (needed for the guest tools)");
+    println!(
+        "cargo:warning=installing the {TARGET} target with rustup (needed for the guest tools)"
+    );
     let status = Command::new("rustup")
         .args(["target", "add", TARGET])
         .status()

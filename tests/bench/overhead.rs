@@ -8,6 +8,8 @@
 //! The tree is `$TOOLGATE_BENCH_TREE`, else the local cargo registry sources. ripgrep is
 //! installed from Debian's packages when missing (root only); without it the ratios are skipped.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,7 +43,11 @@ async fn run() {
 
 async fn per_call() {
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("small.txt"), "hello from a thirty-five byte file\n").expect("write");
+    std::fs::write(
+        dir.path().join("small.txt"),
+        "hello from a thirty-five byte file\n",
+    )
+    .expect("write");
     let gate = Gate::open(GateOptions {
         workspace: dir.path().to_path_buf(),
         cache_dir: Some(cache_dir()),
@@ -79,7 +85,11 @@ fn tree() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
     let src = home.join("registry").join("src");
-    std::fs::read_dir(&src).ok()?.flatten().map(|e| e.path()).find(|p| p.is_dir())
+    std::fs::read_dir(&src)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
 }
 
 fn ensure_rg() -> bool {
@@ -99,7 +109,11 @@ fn time_cmd(args: &[&str], dir: &Path, runs: usize) -> Duration {
     let mut best = Duration::MAX;
     for _ in 0..runs {
         let t = Instant::now();
-        let out = Command::new(args[0]).args(&args[1..]).current_dir(dir).output().expect("run");
+        let out = Command::new(args[0])
+            .args(&args[1..])
+            .current_dir(dir)
+            .output()
+            .expect("run");
         let e = t.elapsed();
         assert!(out.status.code().is_some());
         best = best.min(e);
@@ -121,27 +135,40 @@ async fn search() {
         workspace: tree.clone(),
         state_dir: Some(state.path().to_path_buf()),
         cache_dir: Some(cache_dir()),
-        limits: Limits {
+        limits: Some(Limits {
             timeout: Duration::from_secs(600),
             ..Limits::default()
-        },
+        }),
         ..GateOptions::default()
     })
     .await
     .expect("gate");
     let rg = ensure_rg();
     let runs = 3;
-    for (label, pattern) in [("rare literal", "unsafe impl Send for"), ("no match", "zqxj_no_such_text"), ("regex", r"fn \w+_unchecked\(")] {
+    for (label, pattern) in [
+        ("rare literal", "unsafe impl Send for"),
+        ("no match", "zqxj_no_such_text"),
+        ("regex", r"fn \w+_unchecked\("),
+    ] {
         let mut best = Duration::MAX;
         let mut matches = 0;
         for _ in 0..runs {
             let t = Instant::now();
-            let o = gate.call("bench", "grep", json!({"pattern": pattern, "max_matches": 1000})).await;
+            let o = gate
+                .call(
+                    "bench",
+                    "grep",
+                    json!({"pattern": pattern, "max_matches": 1000}),
+                )
+                .await;
             best = best.min(t.elapsed());
             assert_eq!(o.status, Status::Ok, "{}", o.content);
             matches = o.totals.get("matches").map(|t| t.seen).unwrap_or(0);
         }
-        print!("  grep {label:<13} {:>8.0} ms ({matches} lines)", best.as_secs_f64() * 1e3);
+        print!(
+            "  grep {label:<13} {:>8.0} ms ({matches} lines)",
+            best.as_secs_f64() * 1e3
+        );
         if rg {
             let j1 = time_cmd(&["rg", "-j1", "--hidden", "-c", pattern, "."], &tree, runs);
             let jn = time_cmd(&["rg", "--hidden", "-c", pattern, "."], &tree, runs);
@@ -159,14 +186,23 @@ async fn search() {
     let mut found = 0;
     for _ in 0..runs {
         let t = Instant::now();
-        let o = gate.call("bench", "glob", json!({"pattern": "**/*.rs"})).await;
+        let o = gate
+            .call("bench", "glob", json!({"pattern": "**/*.rs"}))
+            .await;
         best = best.min(t.elapsed());
         assert_eq!(o.status, Status::Ok, "{}", o.content);
         found = o.totals.get("files").map(|t| t.seen).unwrap_or(0);
     }
-    print!("  glob **/*.rs        {:>8.0} ms ({found} files)", best.as_secs_f64() * 1e3);
+    print!(
+        "  glob **/*.rs        {:>8.0} ms ({found} files)",
+        best.as_secs_f64() * 1e3
+    );
     if rg {
-        let j1 = time_cmd(&["rg", "-j1", "--hidden", "--files", "-g", "*.rs", "."], &tree, runs);
+        let j1 = time_cmd(
+            &["rg", "-j1", "--hidden", "--files", "-g", "*.rs", "."],
+            &tree,
+            runs,
+        );
         print!(
             "   rg -j1 --files {:>7.0} ms   ratio {:.2}x",
             j1.as_secs_f64() * 1e3,

@@ -118,35 +118,188 @@ struct Row {
 
 #[tokio::test]
 async fn ladder_table() {
-    let rule = |key: &str, decision: &str| format!("[[rules]]\nkey = \"{key}\"\ndecision = \"{decision}\"\n");
+    let rule = |key: &str, decision: &str| {
+        format!("[[rules]]\nkey = \"{key}\"\ndecision = \"{decision}\"\n")
+    };
     let read = json!({"path": "src/a.txt"});
     let rows = vec![
-        Row { name: "read needs no grant", policy: "mode = \"ask\"\n".into(), grants_file: None, cli_grants: &[], tool: "read", input: read.clone(), status: Status::Ok, stage: "no-permission", source_contains: "read-only" },
-        Row { name: "deny rule beats a read", policy: format!("mode = \"ask\"\n{}", rule("read:src/**", "deny")), grants_file: None, cli_grants: &[], tool: "read", input: read.clone(), status: Status::Denied, stage: "rules", source_contains: "policy.toml:2" },
-        Row { name: "headless write is denied", policy: "mode = \"ask\"\n".into(), grants_file: None, cli_grants: &[], tool: "write", input: write_new(), status: Status::Denied, stage: "ask", source_contains: "headless" },
-        Row { name: "safe mode blocks writes", policy: "mode = \"safe\"\n".into(), grants_file: None, cli_grants: &["write"], tool: "write", input: write_new(), status: Status::Denied, stage: "mode", source_contains: "safe" },
-        Row { name: "allow-all approves", policy: "mode = \"allow-all\"\n".into(), grants_file: None, cli_grants: &[], tool: "write", input: write_new(), status: Status::Ok, stage: "mode", source_contains: "allow-all" },
-        Row { name: "allow-all still obeys deny rules", policy: format!("mode = \"allow-all\"\n{}", rule("write:src/**", "deny")), grants_file: None, cli_grants: &[], tool: "write", input: write_new(), status: Status::Denied, stage: "rules", source_contains: "policy.toml:2" },
-        Row { name: "policy allow rule", policy: format!("mode = \"ask\"\n{}", rule("write:src/**", "allow")), grants_file: None, cli_grants: &[], tool: "write", input: write_new(), status: Status::Ok, stage: "project-allowlist", source_contains: "policy.toml:2" },
-        Row { name: "allow and deny on the same path: deny wins", policy: format!("mode = \"ask\"\n{}{}", rule("write:src/**", "allow"), rule("write:src/**", "deny")), grants_file: None, cli_grants: &[], tool: "write", input: write_new(), status: Status::Denied, stage: "rules", source_contains: "policy.toml:5" },
-        Row { name: "ask rule beats a session grant", policy: format!("mode = \"ask\"\n{}", rule("write:src/**", "ask")), grants_file: None, cli_grants: &["write"], tool: "write", input: write_new(), status: Status::Denied, stage: "ask", source_contains: "headless" },
-        Row { name: "project grant from grants.toml", policy: "mode = \"ask\"\n".into(), grants_file: Some("[[grants]]\nkey = \"write:src/**\"\n"), cli_grants: &[], tool: "write", input: write_new(), status: Status::Ok, stage: "project-allowlist", source_contains: "grants.toml:1" },
-        Row { name: "grant for another directory does not apply", policy: "mode = \"ask\"\n".into(), grants_file: Some("[[grants]]\nkey = \"write:docs/**\"\n"), cli_grants: &[], tool: "write", input: write_new(), status: Status::Denied, stage: "ask", source_contains: "headless" },
-        Row { name: "session grant from the command line", policy: "mode = \"ask\"\n".into(), grants_file: None, cli_grants: &["write:src/**"], tool: "write", input: write_new(), status: Status::Ok, stage: "session-allowlist", source_contains: "--grant 'write:src/**'" },
-        Row { name: "malformed grants file fails closed", policy: "mode = \"ask\"\n".into(), grants_file: Some("[[grants]\nkey = 1"), cli_grants: &["write"], tool: "write", input: write_new(), status: Status::Error, stage: "project-allowlist", source_contains: "" },
+        Row {
+            name: "read needs no grant",
+            policy: "mode = \"ask\"\n".into(),
+            grants_file: None,
+            cli_grants: &[],
+            tool: "read",
+            input: read.clone(),
+            status: Status::Ok,
+            stage: "no-permission",
+            source_contains: "read-only",
+        },
+        Row {
+            name: "deny rule beats a read",
+            policy: format!("mode = \"ask\"\n{}", rule("read:src/**", "deny")),
+            grants_file: None,
+            cli_grants: &[],
+            tool: "read",
+            input: read.clone(),
+            status: Status::Denied,
+            stage: "rules",
+            source_contains: "policy.toml:2",
+        },
+        Row {
+            name: "headless write is denied",
+            policy: "mode = \"ask\"\n".into(),
+            grants_file: None,
+            cli_grants: &[],
+            tool: "write",
+            input: write_new(),
+            status: Status::Denied,
+            stage: "ask",
+            source_contains: "headless",
+        },
+        Row {
+            name: "safe mode blocks writes",
+            policy: "mode = \"safe\"\n".into(),
+            grants_file: None,
+            cli_grants: &["write"],
+            tool: "write",
+            input: write_new(),
+            status: Status::Denied,
+            stage: "mode",
+            source_contains: "safe",
+        },
+        Row {
+            name: "allow-all approves",
+            policy: "mode = \"allow-all\"\n".into(),
+            grants_file: None,
+            cli_grants: &[],
+            tool: "write",
+            input: write_new(),
+            status: Status::Ok,
+            stage: "mode",
+            source_contains: "allow-all",
+        },
+        Row {
+            name: "allow-all still obeys deny rules",
+            policy: format!("mode = \"allow-all\"\n{}", rule("write:src/**", "deny")),
+            grants_file: None,
+            cli_grants: &[],
+            tool: "write",
+            input: write_new(),
+            status: Status::Denied,
+            stage: "rules",
+            source_contains: "policy.toml:2",
+        },
+        Row {
+            name: "policy allow rule",
+            policy: format!("mode = \"ask\"\n{}", rule("write:src/**", "allow")),
+            grants_file: None,
+            cli_grants: &[],
+            tool: "write",
+            input: write_new(),
+            status: Status::Ok,
+            stage: "project-allowlist",
+            source_contains: "policy.toml:2",
+        },
+        Row {
+            name: "allow and deny on the same path: deny wins",
+            policy: format!(
+                "mode = \"ask\"\n{}{}",
+                rule("write:src/**", "allow"),
+                rule("write:src/**", "deny")
+            ),
+            grants_file: None,
+            cli_grants: &[],
+            tool: "write",
+            input: write_new(),
+            status: Status::Denied,
+            stage: "rules",
+            source_contains: "policy.toml:5",
+        },
+        Row {
+            name: "ask rule beats a session grant",
+            policy: format!("mode = \"ask\"\n{}", rule("write:src/**", "ask")),
+            grants_file: None,
+            cli_grants: &["write"],
+            tool: "write",
+            input: write_new(),
+            status: Status::Denied,
+            stage: "ask",
+            source_contains: "headless",
+        },
+        Row {
+            name: "project grant from grants.toml",
+            policy: "mode = \"ask\"\n".into(),
+            grants_file: Some("[[grants]]\nkey = \"write:src/**\"\n"),
+            cli_grants: &[],
+            tool: "write",
+            input: write_new(),
+            status: Status::Ok,
+            stage: "project-allowlist",
+            source_contains: "grants.toml:1",
+        },
+        Row {
+            name: "grant for another directory does not apply",
+            policy: "mode = \"ask\"\n".into(),
+            grants_file: Some("[[grants]]\nkey = \"write:docs/**\"\n"),
+            cli_grants: &[],
+            tool: "write",
+            input: write_new(),
+            status: Status::Denied,
+            stage: "ask",
+            source_contains: "headless",
+        },
+        Row {
+            name: "session grant from the command line",
+            policy: "mode = \"ask\"\n".into(),
+            grants_file: None,
+            cli_grants: &["write:src/**"],
+            tool: "write",
+            input: write_new(),
+            status: Status::Ok,
+            stage: "session-allowlist",
+            source_contains: "--grant 'write:src/**'",
+        },
+        Row {
+            name: "malformed grants file fails closed",
+            policy: "mode = \"ask\"\n".into(),
+            grants_file: Some("[[grants]\nkey = 1"),
+            cli_grants: &["write"],
+            tool: "write",
+            input: write_new(),
+            status: Status::Error,
+            stage: "project-allowlist",
+            source_contains: "",
+        },
     ];
     for row in rows {
         let ws = Ws::new();
         ws.write("src/a.txt", "a\n");
-        let g = gate(&ws, Setup { policy: &row.policy, grants_file: row.grants_file, cli_grants: row.cli_grants, approver: None }).await;
+        let g = gate(
+            &ws,
+            Setup {
+                policy: &row.policy,
+                grants_file: row.grants_file,
+                cli_grants: row.cli_grants,
+                approver: None,
+            },
+        )
+        .await;
         let o = g.call(SESSION, row.tool, row.input.clone()).await;
         assert_eq!(o.status, row.status, "{}: {o:#?}", row.name);
         let (_, stage, source) = decision(&g, &o);
         assert_eq!(stage, row.stage, "{}: {o:#?}", row.name);
-        assert!(source.contains(row.source_contains), "{}: source `{source}`", row.name);
+        assert!(
+            source.contains(row.source_contains),
+            "{}: source `{source}`",
+            row.name
+        );
         if o.status == Status::Denied {
             assert_eq!(o.stop_turn, Some(true), "{}", row.name);
-            assert!(o.hint.as_deref().is_some_and(|h| !h.is_empty()), "{}", row.name);
+            assert!(
+                o.hint.as_deref().is_some_and(|h| !h.is_empty()),
+                "{}",
+                row.name
+            );
         }
     }
 }
@@ -159,7 +312,10 @@ async fn headless_denial_names_the_rule_that_would_allow_it() {
     assert_eq!(o.status, Status::Denied);
     let hint = o.hint.unwrap();
     assert!(hint.contains("--grant 'write:src/'"), "{hint}");
-    assert!(hint.contains("key = \"write:src/\" decision = \"allow\""), "{hint}");
+    assert!(
+        hint.contains("key = \"write:src/\" decision = \"allow\""),
+        "{hint}"
+    );
     assert!(!ws.path("src/new.txt").exists());
 }
 
@@ -168,7 +324,14 @@ async fn hooks_in_the_ladder() {
     // exit 2 with empty stderr still denies
     let ws = Ws::new();
     let deny = hook_script(&ws, "deny", "exit 2");
-    let g = gate(&ws, Setup { policy: &format!("mode = \"allow-all\"\n[[hooks]]\ncommand = [\"{deny}\"]\n"), ..Default::default() }).await;
+    let g = gate(
+        &ws,
+        Setup {
+            policy: &format!("mode = \"allow-all\"\n[[hooks]]\ncommand = [\"{deny}\"]\n"),
+            ..Default::default()
+        },
+    )
+    .await;
     let o = g.call(SESSION, "write", write_new()).await;
     assert_eq!(o.status, Status::Denied, "{o:#?}");
     assert_eq!(o.stage.as_deref(), Some("hooks"));
@@ -177,7 +340,14 @@ async fn hooks_in_the_ladder() {
     // a hook allow skips the prompt...
     let ws = Ws::new();
     let allow = hook_script(&ws, "allow", "echo '{\"decision\":\"allow\"}'");
-    let g = gate(&ws, Setup { policy: &format!("mode = \"ask\"\n[[hooks]]\ncommand = [\"{allow}\"]\n"), ..Default::default() }).await;
+    let g = gate(
+        &ws,
+        Setup {
+            policy: &format!("mode = \"ask\"\n[[hooks]]\ncommand = [\"{allow}\"]\n"),
+            ..Default::default()
+        },
+    )
+    .await;
     let o = g.call(SESSION, "write", write_new()).await;
     assert_eq!(o.status, Status::Ok, "{o:#?}");
     assert_eq!(decision(&g, &o).1, "hooks");
@@ -186,7 +356,14 @@ async fn hooks_in_the_ladder() {
     let ws = Ws::new();
     let allow = hook_script(&ws, "allow", "echo '{\"decision\":\"allow\"}'");
     let policy = format!("mode = \"ask\"\n[[rules]]\nkey = \"write:src/**\"\ndecision = \"deny\"\n[[hooks]]\ncommand = [\"{allow}\"]\n");
-    let g = gate(&ws, Setup { policy: &policy, ..Default::default() }).await;
+    let g = gate(
+        &ws,
+        Setup {
+            policy: &policy,
+            ..Default::default()
+        },
+    )
+    .await;
     let o = g.call(SESSION, "write", write_new()).await;
     assert_eq!(o.status, Status::Denied);
     assert_eq!(o.stage.as_deref(), Some("rules"));
@@ -194,7 +371,16 @@ async fn hooks_in_the_ladder() {
     // a hook that sleeps past its timeout denies
     let ws = Ws::new();
     let slow = hook_script(&ws, "slow", "sleep 10");
-    let g = gate(&ws, Setup { policy: &format!("mode = \"allow-all\"\n[[hooks]]\ncommand = [\"{slow}\"]\ntimeout_ms = 300\n"), ..Default::default() }).await;
+    let g = gate(
+        &ws,
+        Setup {
+            policy: &format!(
+                "mode = \"allow-all\"\n[[hooks]]\ncommand = [\"{slow}\"]\ntimeout_ms = 300\n"
+            ),
+            ..Default::default()
+        },
+    )
+    .await;
     let t = std::time::Instant::now();
     let o = g.call(SESSION, "write", write_new()).await;
     assert_eq!(o.status, Status::Denied, "{o:#?}");
@@ -203,8 +389,19 @@ async fn hooks_in_the_ladder() {
 
     // updated_input that moves the path outside the workspace is re-validated: scope denies
     let ws = Ws::new();
-    let mover = hook_script(&ws, "mover", "echo '{\"decision\":\"allow\",\"updated_input\":{\"path\":\"../outside.txt\"}}'");
-    let g = gate(&ws, Setup { policy: &format!("mode = \"ask\"\n[[hooks]]\ncommand = [\"{mover}\"]\n"), ..Default::default() }).await;
+    let mover = hook_script(
+        &ws,
+        "mover",
+        "echo '{\"decision\":\"allow\",\"updated_input\":{\"path\":\"../outside.txt\"}}'",
+    );
+    let g = gate(
+        &ws,
+        Setup {
+            policy: &format!("mode = \"ask\"\n[[hooks]]\ncommand = [\"{mover}\"]\n"),
+            ..Default::default()
+        },
+    )
+    .await;
     let o = g.call(SESSION, "write", write_new()).await;
     assert_eq!(o.status, Status::Denied, "{o:#?}");
     assert_eq!(o.stage.as_deref(), Some("scope"));
@@ -215,16 +412,39 @@ async fn hooks_in_the_ladder() {
 async fn session_answer_is_not_asked_again() {
     let ws = Ws::new();
     let approver = Scripted::new(Answer::Session);
-    let g = gate(&ws, Setup { approver: Some(approver.clone()), ..Default::default() }).await;
+    let g = gate(
+        &ws,
+        Setup {
+            approver: Some(approver.clone()),
+            ..Default::default()
+        },
+    )
+    .await;
     let o = g.call(SESSION, "write", write_new()).await;
     assert_eq!(o.status, Status::Ok, "{o:#?}");
-    assert_eq!(decision(&g, &o), ("allow".into(), "ask".into(), "user: session".into()));
-    let o = g.call(SESSION, "write", json!({"path": "src/other.txt", "content": "x"})).await;
+    assert_eq!(
+        decision(&g, &o),
+        ("allow".into(), "ask".into(), "user: session".into())
+    );
+    let o = g
+        .call(
+            SESSION,
+            "write",
+            json!({"path": "src/other.txt", "content": "x"}),
+        )
+        .await;
     assert_eq!(o.status, Status::Ok, "{o:#?}");
     assert_eq!(decision(&g, &o).1, "session-allowlist");
     assert_eq!(approver.asked(), 1);
     // another session has no such grant
-    let o = g.call_with("other-session", "write", json!({"path": "src/third.txt", "content": "x"}), None).await;
+    let o = g
+        .call_with(
+            "other-session",
+            "write",
+            json!({"path": "src/third.txt", "content": "x"}),
+            None,
+        )
+        .await;
     assert_eq!(o.status, Status::Denied);
 }
 
@@ -232,13 +452,28 @@ async fn session_answer_is_not_asked_again() {
 async fn project_answer_is_saved_and_seen_by_a_new_gate() {
     let ws = Ws::new();
     let approver = Scripted::new(Answer::Project);
-    let g = gate(&ws, Setup { approver: Some(approver.clone()), ..Default::default() }).await;
+    let g = gate(
+        &ws,
+        Setup {
+            approver: Some(approver.clone()),
+            ..Default::default()
+        },
+    )
+    .await;
     let o = g.call(SESSION, "write", write_new()).await;
     assert_eq!(o.status, Status::Ok, "{o:#?}");
-    assert!(ws.read(".toolgate/grants.toml").contains("key = \"write:src/\""));
+    assert!(ws
+        .read(".toolgate/grants.toml")
+        .contains("key = \"write:src/\""));
     drop(g);
     let g = gate(&ws, Setup::default()).await;
-    let o = g.call("fresh-session", "write", json!({"path": "src/again.txt", "content": "x"})).await;
+    let o = g
+        .call(
+            "fresh-session",
+            "write",
+            json!({"path": "src/again.txt", "content": "x"}),
+        )
+        .await;
     assert_eq!(o.status, Status::Ok, "{o:#?}");
     let (_, stage, source) = decision(&g, &o);
     assert_eq!(stage, "project-allowlist");
@@ -249,10 +484,26 @@ async fn project_answer_is_saved_and_seen_by_a_new_gate() {
 async fn approval_binds_to_the_input() {
     let ws = Ws::new();
     let approver = Scripted::new(Answer::Once);
-    let g = gate(&ws, Setup { approver: Some(approver.clone()), ..Default::default() }).await;
-    assert_eq!(g.call(SESSION, "write", write_new()).await.status, Status::Ok);
+    let g = gate(
+        &ws,
+        Setup {
+            approver: Some(approver.clone()),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        g.call(SESSION, "write", write_new()).await.status,
+        Status::Ok
+    );
     // `once` covers that call only: a different input is asked again
-    let o = g.call(SESSION, "write", json!({"path": "src/b.txt", "content": "other"})).await;
+    let o = g
+        .call(
+            SESSION,
+            "write",
+            json!({"path": "src/b.txt", "content": "other"}),
+        )
+        .await;
     assert_eq!(o.status, Status::Ok);
     assert_eq!(approver.asked(), 2);
     let requests = approver.requests.lock().unwrap();
@@ -265,9 +516,20 @@ async fn approval_binds_to_the_input() {
 async fn denied_answer_and_prompt_text_is_plain() {
     let ws = Ws::new();
     let approver = Scripted::new(Answer::Deny);
-    let g = gate(&ws, Setup { approver: Some(approver.clone()), ..Default::default() }).await;
+    let g = gate(
+        &ws,
+        Setup {
+            approver: Some(approver.clone()),
+            ..Default::default()
+        },
+    )
+    .await;
     let o = g
-        .call(SESSION, "write", json!({"path": "src/x.txt", "content": "\u{1b}[2J\u{1b}[31mrm -rf /\u{7}"}))
+        .call(
+            SESSION,
+            "write",
+            json!({"path": "src/x.txt", "content": "\u{1b}[2J\u{1b}[31mrm -rf /\u{7}"}),
+        )
         .await;
     assert_eq!(o.status, Status::Denied);
     assert_eq!(o.source.as_deref(), Some("user"));
@@ -280,10 +542,26 @@ async fn denied_answer_and_prompt_text_is_plain() {
 #[tokio::test]
 async fn mode_is_read_at_decision_time() {
     let ws = Ws::new();
-    let g = gate(&ws, Setup { policy: "mode = \"allow-all\"\n", ..Default::default() }).await;
-    assert_eq!(g.call(SESSION, "write", write_new()).await.status, Status::Ok);
+    let g = gate(
+        &ws,
+        Setup {
+            policy: "mode = \"allow-all\"\n",
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        g.call(SESSION, "write", write_new()).await.status,
+        Status::Ok
+    );
     g.set_mode(Mode::Safe);
-    let o = g.call(SESSION, "write", json!({"path": "src/y.txt", "content": "y"})).await;
+    let o = g
+        .call(
+            SESSION,
+            "write",
+            json!({"path": "src/y.txt", "content": "y"}),
+        )
+        .await;
     assert_eq!(o.status, Status::Denied);
     assert_eq!(o.stage.as_deref(), Some("mode"));
     let names: Vec<_> = g.visible_tools().iter().map(|t| t.name.clone()).collect();
@@ -294,26 +572,44 @@ async fn mode_is_read_at_decision_time() {
 async fn malformed_policy_stops_the_gate_with_file_and_line() {
     let ws = Ws::new();
     ws.write(".toolgate/policy.toml", "mode = \"ask\"\n[[rules]]\nkey = \"write:src/**\"\ndecision = \"allow\"\nmatch = [\"write:docs/\"]\n");
-    let err = Gate::open(GateOptions { workspace: ws.root(), cache_dir: Some(cache_dir()), ..Default::default() })
-        .await
-        .err()
-        .expect("a policy whose example fails must not load");
+    let err = Gate::open(GateOptions {
+        workspace: ws.root(),
+        cache_dir: Some(cache_dir()),
+        ..Default::default()
+    })
+    .await
+    .err()
+    .expect("a policy whose example fails must not load");
     let text = err.to_string();
     assert!(text.contains("policy.toml:2"), "{text}");
     assert!(text.contains("write:docs/"), "{text}");
 
     let ws = Ws::new();
     ws.write(".toolgate/policy.toml", "mode = \"ask\"\nrules = 3\n");
-    assert!(Gate::open(GateOptions { workspace: ws.root(), cache_dir: Some(cache_dir()), ..Default::default() }).await.is_err());
+    assert!(Gate::open(GateOptions {
+        workspace: ws.root(),
+        cache_dir: Some(cache_dir()),
+        ..Default::default()
+    })
+    .await
+    .is_err());
 }
 
 #[tokio::test]
 async fn grants_file_replaced_by_a_symlink_is_refused() {
     let ws = Ws::new();
     let elsewhere = tempfile::tempdir().unwrap();
-    std::fs::write(elsewhere.path().join("g.toml"), "[[grants]]\nkey = \"write\"\n").unwrap();
+    std::fs::write(
+        elsewhere.path().join("g.toml"),
+        "[[grants]]\nkey = \"write\"\n",
+    )
+    .unwrap();
     std::fs::create_dir_all(ws.path(".toolgate")).unwrap();
-    std::os::unix::fs::symlink(elsewhere.path().join("g.toml"), ws.path(".toolgate/grants.toml")).unwrap();
+    std::os::unix::fs::symlink(
+        elsewhere.path().join("g.toml"),
+        ws.path(".toolgate/grants.toml"),
+    )
+    .unwrap();
     let g = gate(&ws, Setup::default()).await;
     let o = g.call(SESSION, "write", write_new()).await;
     assert_eq!(o.status, Status::Error, "{o:#?}");
@@ -334,7 +630,13 @@ async fn ci_preset_denies_ci_config_and_allows_grants() {
     })
     .await
     .unwrap();
-    let o = g.call(SESSION, "write", json!({"path": ".github/workflows/x.yml", "content": "x"})).await;
+    let o = g
+        .call(
+            SESSION,
+            "write",
+            json!({"path": ".github/workflows/x.yml", "content": "x"}),
+        )
+        .await;
     assert_eq!(o.status, Status::Denied, "{o:#?}");
     assert_eq!(o.stage.as_deref(), Some("rules"));
     let o = g.call(SESSION, "write", write_new()).await;

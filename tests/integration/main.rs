@@ -6,11 +6,11 @@ mod common;
 
 mod attacks;
 mod cli;
+mod fsguard;
+mod hooks;
+mod ladder;
 mod limits;
 mod state;
 mod tools_edit;
 mod tools_read;
 mod tools_search;
-mod hooks;
-mod fsguard;
-mod ladder;

@@ -62,12 +62,17 @@ pub mod __private {
         T::describe().into_wit()
     }
 
-    pub fn call<T: Tool>(input: String, cx: wit::CallContext) -> Result<wit::Output, wit::ToolError> {
+    pub fn call<T: Tool>(
+        input: String,
+        cx: wit::CallContext,
+    ) -> Result<wit::Output, wit::ToolError> {
         let input: crate::Value = serde_json::from_str(&input).map_err(|e| {
             ToolError::new("bad-input", format!("the input is not valid JSON: {e}")).into_wit()
         })?;
         let cx = Context::from_wit(cx);
-        T::call(input, &cx).map(|o| o.into_wit()).map_err(|e| e.into_wit())
+        T::call(input, &cx)
+            .map(|o| o.into_wit())
+            .map_err(|e| e.into_wit())
     }
 }
 

@@ -21,14 +21,23 @@ mod prompt;
 const EXIT_HOST_FAILURE: u8 = 70;
 
 #[derive(Parser)]
-#[command(name = "toolgate", version, about = "Run tools for agents and CI through one permission gate, each in a WebAssembly sandbox.")]
+#[command(
+    name = "toolgate",
+    version,
+    about = "Run tools for agents and CI through one permission gate, each in a WebAssembly sandbox."
+)]
 struct Cli {
     /// The workspace root (default: the current directory).
     #[arg(long, short = 'w', global = true, env = "TOOLGATE_WORKSPACE")]
     workspace: Option<PathBuf>,
     /// The session: read records (and later grants) belong to it. Separate `toolgate call`
     /// processes with the same name share it.
-    #[arg(long, global = true, default_value = "default", env = "TOOLGATE_SESSION")]
+    #[arg(
+        long,
+        global = true,
+        default_value = "default",
+        env = "TOOLGATE_SESSION"
+    )]
     session: String,
     /// Use this policy file instead of .toolgate/policy.toml.
     #[arg(long, global = true, value_name = "FILE", conflicts_with = "preset")]
@@ -141,7 +150,10 @@ pub fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("toolgate: cannot start the async runtime: {e}");
@@ -243,22 +255,30 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             }))
         }
         Command::Tools { json } => {
-            let gate = Gate::open(opts)
-                .await
-                .context("cannot open the gate")?;
+            let gate = Gate::open(opts).await.context("cannot open the gate")?;
             let mut out = std::io::stdout().lock();
             if json {
                 let tools = gate.visible_tools();
                 writeln!(out, "{}", serde_json::to_string_pretty(&tools)?)?;
             } else {
-                writeln!(out, "{:<10} {:<9} {:<8} DESCRIPTION", "TOOL", "RISK", "CEILING")?;
+                writeln!(
+                    out,
+                    "{:<10} {:<9} {:<8} DESCRIPTION",
+                    "TOOL", "RISK", "CEILING"
+                )?;
                 for t in gate.visible_tools() {
                     let ceiling = match t.ceiling {
                         toolgate::tools::Ceiling::Project => "project",
                         toolgate::tools::Ceiling::Session => "session",
                     };
                     let first = t.description.lines().next().unwrap_or_default();
-                    writeln!(out, "{:<10} {:<9} {:<8} {first}", t.name, t.risk.as_str(), ceiling)?;
+                    writeln!(
+                        out,
+                        "{:<10} {:<9} {:<8} {first}",
+                        t.name,
+                        t.risk.as_str(),
+                        ceiling
+                    )?;
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -277,7 +297,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let problems = gate.check();
             let origin = &gate.policy().origin;
             if problems.is_empty() {
-                println!("{origin}: ok ({} rules, mode {})", gate.policy().rules.len(), gate.mode().as_str());
+                println!(
+                    "{origin}: ok ({} rules, mode {})",
+                    gate.policy().rules.len(),
+                    gate.mode().as_str()
+                );
                 return Ok(ExitCode::SUCCESS);
             }
             for p in &problems {
@@ -288,7 +312,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Grants { command } => {
             let ws = toolgate::gate::scope::Workspace::new(&root, &[])?;
-            let grants = toolgate::policy::grants::ProjectGrants::new(ws.state_dir().join("grants.toml"));
+            let grants =
+                toolgate::policy::grants::ProjectGrants::new(ws.state_dir().join("grants.toml"));
             match command {
                 GrantsCommand::List => match grants.list() {
                     Ok(list) => {
@@ -318,7 +343,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 },
             }
         }
-        Command::Session { command: SessionCommand::Forget } => {
+        Command::Session {
+            command: SessionCommand::Forget,
+        } => {
             let ws = toolgate::gate::scope::Workspace::new(&root, &[])?;
             let db = toolgate::state::StateDb::open(&ws.state_dir().join("state.db"))?;
             let n = db.forget_session(&cli.session)?;
@@ -347,7 +374,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 if json {
                     writeln!(out, "{}", serde_json::to_string(&e)?)?;
                 } else {
-                    writeln!(out, "{} {} {:<9} {:<10} {}", e.at_ms, e.call_id, e.event, e.tool, e.detail)?;
+                    writeln!(
+                        out,
+                        "{} {} {:<9} {:<10} {}",
+                        e.at_ms, e.call_id, e.event, e.tool, e.detail
+                    )?;
                 }
             }
             Ok(ExitCode::SUCCESS)

@@ -131,7 +131,10 @@ impl Broker {
                 }
             });
         }
-        let answer = tokio::time::timeout(expiry, rx).await.ok().and_then(Result::ok);
+        let answer = tokio::time::timeout(expiry, rx)
+            .await
+            .ok()
+            .and_then(Result::ok);
         self.pending
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -178,7 +181,9 @@ pub fn plain_text(s: &str) -> String {
             '\n' | '\t' => out.push(c),
             c if c.is_control() => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
             // Bidi overrides can make text read differently from what runs.
-            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
+                out.push_str(&format!("\\u{{{:04x}}}", c as u32))
+            }
             c => out.push(c),
         }
     }
@@ -216,7 +221,8 @@ mod tests {
     async fn first_answer_wins_and_later_ones_are_noops() {
         let broker = Arc::new(Broker::default());
         let b = broker.clone();
-        let task = tokio::spawn(async move { b.ask(None, request("r1"), Duration::from_secs(5)).await });
+        let task =
+            tokio::spawn(async move { b.ask(None, request("r1"), Duration::from_secs(5)).await });
         while broker.pending().is_empty() {
             tokio::task::yield_now().await;
         }
@@ -231,7 +237,8 @@ mod tests {
     async fn racing_answers_exactly_one_wins() {
         let broker = Arc::new(Broker::default());
         let b = broker.clone();
-        let task = tokio::spawn(async move { b.ask(None, request("r2"), Duration::from_secs(5)).await });
+        let task =
+            tokio::spawn(async move { b.ask(None, request("r2"), Duration::from_secs(5)).await });
         while broker.pending().is_empty() {
             tokio::task::yield_now().await;
         }
@@ -242,7 +249,12 @@ mod tests {
                 std::thread::spawn(move || b.answer("r2", a))
             })
             .collect();
-        let wins = handles.into_iter().filter(|_| true).map(|h| h.join().unwrap()).filter(|w| *w).count();
+        let wins = handles
+            .into_iter()
+            .filter(|_| true)
+            .map(|h| h.join().unwrap())
+            .filter(|w| *w)
+            .count();
         assert_eq!(wins, 1);
         assert!(task.await.unwrap().is_some());
     }
@@ -250,7 +262,9 @@ mod tests {
     #[tokio::test]
     async fn unanswered_request_expires() {
         let broker = Arc::new(Broker::default());
-        let answer = broker.ask(None, request("r3"), Duration::from_millis(50)).await;
+        let answer = broker
+            .ask(None, request("r3"), Duration::from_millis(50))
+            .await;
         assert_eq!(answer, None);
         assert!(!broker.answer("r3", Answer::Once));
     }

@@ -3,6 +3,10 @@
 //! allowlists, ask), build the call's capabilities, run the component, and turn whatever happened
 //! into an observation. Every step is audited.
 
+// The `Err` side of the ladder's stages is the observation that ends a call: built once, on the
+// cold path, so its size does not matter.
+#![allow(clippy::result_large_err)]
+
 pub mod approval;
 pub mod hooks;
 pub mod scope;
@@ -102,8 +106,17 @@ impl Gate {
     /// policy with problems stops here with every problem listed.
     pub async fn open(options: GateOptions) -> Result<Self> {
         let probe = Workspace::new(&options.workspace, &[])?;
-        let policy = Policy::for_workspace(&probe.state_dir(), options.policy.as_ref())
-            .map_err(|problems| Error::Policy(problems.iter().map(Problem::to_string).collect::<Vec<_>>().join("\n")))?;
+        let policy = Policy::for_workspace(&probe.state_dir(), options.policy.as_ref()).map_err(
+            |problems| {
+                Error::Policy(
+                    problems
+                        .iter()
+                        .map(Problem::to_string)
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                )
+            },
+        )?;
         let mut secrets = options.extra_secrets.clone();
         secrets.extend(policy.secrets.iter().cloned());
         let workspace = Workspace::new(&options.workspace, &secrets)?;
@@ -112,7 +125,10 @@ impl Gate {
             .clone()
             .unwrap_or_else(|| workspace.state_dir());
         let state = StateDb::open(&state_dir.join("state.db"))?;
-        let limits = options.limits.clone().unwrap_or_else(|| policy.limits.clone());
+        let limits = options
+            .limits
+            .clone()
+            .unwrap_or_else(|| policy.limits.clone());
         let sandbox = Sandbox::new(options.cache_dir.clone())?;
         let mut registry = Registry::builtins(&sandbox, &limits).await?;
         for file in &options.extra_components {
@@ -120,7 +136,12 @@ impl Gate {
         }
         let mut grant_keys = options.grants.clone();
         if options.allow_writes {
-            grant_keys.extend(registry.iter().filter(|t| t.risk == Risk::Write).map(|t| t.name.clone()));
+            grant_keys.extend(
+                registry
+                    .iter()
+                    .filter(|t| t.risk == Risk::Write)
+                    .map(|t| t.name.clone()),
+            );
         }
         let cli_grants = grant_keys
             .iter()
@@ -198,7 +219,10 @@ impl Gate {
     }
 
     fn visible_names(&self) -> Vec<String> {
-        self.visible_tools().iter().map(|t| t.name.clone()).collect()
+        self.visible_tools()
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
     }
 
     /// Problems `toolgate policy check` reports beyond what stops loading: rules naming
@@ -210,12 +234,19 @@ impl Gate {
             if tool != "*" && self.registry.get(tool).is_none() {
                 problems.push(Problem {
                     location: rule.source.clone(),
-                    message: format!("rule `{}` names the unknown tool `{tool}`", rule.pattern.as_str()),
+                    message: format!(
+                        "rule `{}` names the unknown tool `{tool}`",
+                        rule.pattern.as_str()
+                    ),
                     severity: "warning",
                 });
             }
             if rule.decision == RuleDecision::Allow {
-                for t in self.registry.iter().filter(|t| t.ceiling == Ceiling::Session) {
+                for t in self
+                    .registry
+                    .iter()
+                    .filter(|t| t.ceiling == Ceiling::Session)
+                {
                     if tool == "*" || tool == t.name {
                         problems.push(Problem {
                             location: rule.source.clone(),
@@ -230,7 +261,11 @@ impl Gate {
             Err(p) => problems.push(p),
             Ok(grants) => {
                 for g in grants {
-                    for t in self.registry.iter().filter(|t| t.ceiling == Ceiling::Session) {
+                    for t in self
+                        .registry
+                        .iter()
+                        .filter(|t| t.ceiling == Ceiling::Session)
+                    {
                         if g.pattern.tool() == "*" || g.pattern.tool() == t.name {
                             problems.push(Problem {
                                 location: g.source.clone(),
@@ -248,7 +283,8 @@ impl Gate {
     /// Run one call for `session` with the gate's approval surface. Never fails: every outcome
     /// is an observation.
     pub async fn call(&self, session: &str, tool_name: &str, input: Value) -> Observation {
-        self.call_with(session, tool_name, input, self.approver.clone()).await
+        self.call_with(session, tool_name, input, self.approver.clone())
+            .await
     }
 
     /// Run one call for `session`, asking `approver` when the ladder asks.
@@ -269,7 +305,10 @@ impl Gate {
         )];
         self.touch_session(session);
 
-        let observation = match self.prepare(session, tool_name, input, &call_id, approver).await {
+        let observation = match self
+            .prepare(session, tool_name, input, &call_id, approver)
+            .await
+        {
             Err((decision, observation)) => {
                 events.push(("decision", decision_event(&decision, &observation)));
                 observation
@@ -306,7 +345,10 @@ impl Gate {
     }
 
     fn touch_session(&self, session: &str) {
-        let mut known = self.known_sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut known = self
+            .known_sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         if !known.contains(session) && self.state.touch_session(session).is_ok() {
             known.insert(session.to_string());
         }
@@ -348,7 +390,10 @@ impl Gate {
             let rule = self.policy.strictest(&key).cloned();
             if let Some(r) = rule.as_ref().filter(|r| r.decision == RuleDecision::Deny) {
                 let reason = match &r.reason {
-                    Some(why) => format!("`{key_text}` is denied by rule `{}`: {why}", r.pattern.as_str()),
+                    Some(why) => format!(
+                        "`{key_text}` is denied by rule `{}`: {why}",
+                        r.pattern.as_str()
+                    ),
                     None => format!("`{key_text}` is denied by rule `{}`", r.pattern.as_str()),
                 };
                 return Err(deny(
@@ -357,10 +402,15 @@ impl Gate {
                     "rules",
                     r.source.clone(),
                     reason,
-                    format!("the deny rule at {} decides this; change that rule to allow it", r.source),
+                    format!(
+                        "the deny rule at {} decides this; change that rule to allow it",
+                        r.source
+                    ),
                 ));
             }
-            let force_ask = rule.as_ref().is_some_and(|r| r.decision == RuleDecision::Ask);
+            let force_ask = rule
+                .as_ref()
+                .is_some_and(|r| r.decision == RuleDecision::Ask);
 
             // Stage 5: hooks, once; an `updated_input` is merged and re-validated from stage 1.
             let mut hook_allow = None;
@@ -408,7 +458,10 @@ impl Gate {
             let allow = |stage: &'static str, source: String| Decision::new("allow", stage, source);
             let decision = if risk == Risk::ReadOnly && !force_ask {
                 // Stage 6: read tools inside the scope need no grant.
-                Some(allow("no-permission", "read-only tool inside the scope".into()))
+                Some(allow(
+                    "no-permission",
+                    "read-only tool inside the scope".into(),
+                ))
             } else if force_ask {
                 None
             } else if mode == Mode::AllowAll {
@@ -427,7 +480,15 @@ impl Gate {
                 None => {
                     // Stage 9: ask.
                     let d = self
-                        .ask(session, &tool.info, &key, &v, call_id, approver.clone(), force_ask)
+                        .ask(
+                            session,
+                            &tool.info,
+                            &key,
+                            &v,
+                            call_id,
+                            approver.clone(),
+                            force_ask,
+                        )
                         .await?;
                     // The file may have changed while we waited: check scope and staleness again.
                     let again = self.validate(tool_name, &input, call_id)?;
@@ -462,14 +523,22 @@ impl Gate {
 
     /// Stages 1–2: the tool exists, the input fits its schema, every path is in scope (and is
     /// rewritten to what the guest will open).
-    fn validate(&self, tool_name: &str, input: &Value, call_id: &str) -> Result<Validated, (Decision, Observation)> {
+    fn validate(
+        &self,
+        tool_name: &str,
+        input: &Value,
+        call_id: &str,
+    ) -> Result<Validated, (Decision, Observation)> {
         let Some(tool) = self.registry.get(tool_name) else {
             return Err(error_decision(Observation::error(
                 tool_name,
                 call_id,
                 "unknown-tool",
                 format!("there is no tool `{tool_name}`"),
-                Some(format!("available tools: {}", self.visible_names().join(", "))),
+                Some(format!(
+                    "available tools: {}",
+                    self.visible_names().join(", ")
+                )),
             )));
         };
         if let Some(message) = schema_errors(&tool, input) {
@@ -478,7 +547,9 @@ impl Gate {
                 call_id,
                 "schema",
                 message,
-                Some(format!("see `toolgate tools --json` for the input schema of `{tool_name}`")),
+                Some(format!(
+                    "see `toolgate tools --json` for the input schema of `{tool_name}`"
+                )),
             );
             o.stage = Some("schema".into());
             return Err(error_decision(o));
@@ -556,14 +627,24 @@ impl Gate {
 
     fn session_allow(&self, session: &str, key: &CallKey) -> Option<Decision> {
         if let Some(g) = self.cli_grants.iter().find(|g| g.matches(key)) {
-            return Some(Decision::new("allow", "session-allowlist", format!("--grant '{}'", g.as_str())));
+            return Some(Decision::new(
+                "allow",
+                "session-allowlist",
+                format!("--grant '{}'", g.as_str()),
+            ));
         }
         let grants = self.state.session_grants(session).unwrap_or_default();
         grants
             .iter()
             .filter_map(|g| KeyPattern::parse(g).ok())
             .find(|g| g.matches(key))
-            .map(|g| Decision::new("allow", "session-allowlist", format!("session grant `{}`", g.as_str())))
+            .map(|g| {
+                Decision::new(
+                    "allow",
+                    "session-allowlist",
+                    format!("session grant `{}`", g.as_str()),
+                )
+            })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -629,7 +710,14 @@ impl Gate {
                     o.stage = Some("ask".into());
                     return Err((Decision::new("error", "ask", "user".into()), o));
                 }
-                Err(deny(name, call_id, "ask", "user".into(), format!("`{}` was not one of the offered answers", a.as_str()), "answer with one of the offered choices".into()))
+                Err(deny(
+                    name,
+                    call_id,
+                    "ask",
+                    "user".into(),
+                    format!("`{}` was not one of the offered answers", a.as_str()),
+                    "answer with one of the offered choices".into(),
+                ))
             }
             Some(Answer::Once) => Ok(Decision::new("allow", "ask", "user: once".into())),
             Some(Answer::Session) => {
@@ -674,7 +762,7 @@ impl Gate {
         tool: &RegisteredTool,
         paths: &[(String, PathUse, ScopedPath)],
         call_id: &str,
-    ) -> Result<Vec<(ScopedPath, Option<(FileStamp, Vec<u8>)>)>, (Decision, Observation)> {
+    ) -> Result<Vec<WriteTarget>, (Decision, Observation)> {
         let tool_name = tool.info.name.as_str();
         let fail = |code: &str, message: String, hint: Option<String>| {
             let mut o = Observation::error(tool_name, call_id, code, message, hint);
@@ -687,13 +775,18 @@ impl Gate {
                 continue;
             }
             if scoped.host.is_dir() {
-                return Err(fail("is-directory", format!("{} is a directory", scoped.rel), Some("give the path of a file".into())));
+                return Err(fail(
+                    "is-directory",
+                    format!("{} is a directory", scoped.rel),
+                    Some("give the path of a file".into()),
+                ));
             }
             if !scoped.host.exists() {
                 before.push((scoped.clone(), None));
                 continue;
             }
-            let current = FileStamp::of(&scoped.host).map_err(|e| fail("io", e.to_string(), None))?;
+            let current =
+                FileStamp::of(&scoped.host).map_err(|e| fail("io", e.to_string(), None))?;
             match self.state.last_read(session, &scoped.host) {
                 Ok(Some(seen)) if seen.same_content(&current.0) => {}
                 Ok(Some(seen)) => {
@@ -703,16 +796,20 @@ impl Gate {
                             "{} changed since it was last read in this session ({} -> {} bytes)",
                             scoped.rel, seen.size, current.0.size
                         ),
-                        Some(format!("read {} again, then retry the change against what it contains now", scoped.rel)),
+                        Some(format!(
+                            "read {} again, then retry the change against what it contains now",
+                            scoped.rel
+                        )),
                     ))
                 }
-                Ok(None) => {
-                    return Err(fail(
-                        "not-read",
-                        format!("{} has not been read in this session", scoped.rel),
-                        Some(format!("call `read` on {} first, so the change is made against what it contains", scoped.rel)),
-                    ))
-                }
+                Ok(None) => return Err(fail(
+                    "not-read",
+                    format!("{} has not been read in this session", scoped.rel),
+                    Some(format!(
+                        "call `read` on {} first, so the change is made against what it contains",
+                        scoped.rel
+                    )),
+                )),
                 Err(e) => return Err(fail("state", e.to_string(), None)),
             }
             before.push((scoped.clone(), Some(current)));
@@ -732,19 +829,38 @@ impl Gate {
             deny: Some(self.fs_deny.clone()),
         };
         for (scoped, current) in &p.before {
-            let (Some(parent), Some(guest_parent)) = (scoped.host.parent(), guest_parent(&scoped.guest)) else {
-                return Observation::error(&name, call_id, "scope", format!("{} has no parent directory", scoped.rel), None);
+            let (Some(parent), Some(guest_parent)) =
+                (scoped.host.parent(), guest_parent(&scoped.guest))
+            else {
+                return Observation::error(
+                    &name,
+                    call_id,
+                    "scope",
+                    format!("{} has no parent directory", scoped.rel),
+                    None,
+                );
             };
             if let Err(e) = std::fs::create_dir_all(parent) {
-                return Observation::error(&name, call_id, "io", Error::io(parent, e).to_string(), None);
+                return Observation::error(
+                    &name,
+                    call_id,
+                    "io",
+                    Error::io(parent, e).to_string(),
+                    None,
+                );
             }
             caps.preopens.push(Preopen {
                 host: parent.to_path_buf(),
                 guest: guest_parent,
                 writable: true,
             });
-            let snapshot = current.as_ref().map(|(stamp, bytes)| (stamp.sha256.as_str(), bytes.as_slice()));
-            if let Err(e) = self.state.history_before_write(&scoped.host, snapshot, call_id) {
+            let snapshot = current
+                .as_ref()
+                .map(|(stamp, bytes)| (stamp.sha256.as_str(), bytes.as_slice()));
+            if let Err(e) = self
+                .state
+                .history_before_write(&scoped.host, snapshot, call_id)
+            {
                 tracing::warn!(error = %e, "history write failed");
             }
         }
@@ -754,7 +870,11 @@ impl Gate {
             p.paths
                 .iter()
                 .find(|(_, u, s)| *u == PathUse::Read && s.host.is_file())
-                .and_then(|(_, _, s)| FileStamp::of(&s.host).ok().map(|(stamp, _)| (s.host.clone(), stamp)))
+                .and_then(|(_, _, s)| {
+                    FileStamp::of(&s.host)
+                        .ok()
+                        .map(|(stamp, _)| (s.host.clone(), stamp))
+                })
         } else {
             None
         };
@@ -788,7 +908,12 @@ impl Gate {
                 match FileStamp::of(&scoped.host) {
                     Ok((stamp, bytes)) => {
                         let _ = self.state.record_read(session, &scoped.host, &stamp);
-                        let _ = self.state.history_after_write(&scoped.host, &stamp.sha256, &bytes, call_id);
+                        let _ = self.state.history_after_write(
+                            &scoped.host,
+                            &stamp.sha256,
+                            &bytes,
+                            call_id,
+                        );
                     }
                     Err(e) => tracing::warn!(error = %e, "stamping a written file failed"),
                 }
@@ -804,7 +929,13 @@ impl Gate {
         o.truncated = out.truncated;
         o.data = parse_data(&out.data);
         for t in out.totals {
-            o.totals.insert(t.unit, Total { seen: t.seen, returned: t.returned });
+            o.totals.insert(
+                t.unit,
+                Total {
+                    seen: t.seen,
+                    returned: t.returned,
+                },
+            );
         }
         let max = self.limits.max_output_bytes;
         if out.content.len() > max {
@@ -815,7 +946,11 @@ impl Gate {
                 .map(std::fs::create_dir_all)
                 .unwrap_or(Ok(()))
                 .and_then(|_| crate::fsutil::write_atomic(&file, out.content.as_bytes()));
-            let reference = if saved.is_ok() { rel.clone() } else { "(could not be saved)".into() };
+            let reference = if saved.is_ok() {
+                rel.clone()
+            } else {
+                "(could not be saved)".into()
+            };
             if let Some(cut) = cut_head_tail(&out.content, max, &reference) {
                 o.totals.insert(
                     "bytes".into(),
@@ -837,13 +972,16 @@ impl Gate {
     }
 }
 
+/// A path the call writes and, when it exists, its stamp and content before the call.
+type WriteTarget = (ScopedPath, Option<(FileStamp, Vec<u8>)>);
+
 /// Everything decided before the guest runs.
 struct Prepared {
     tool: Arc<RegisteredTool>,
     input: Value,
     paths: Vec<(String, PathUse, ScopedPath)>,
     /// Each written path and, when it exists, its stamp and content before the call.
-    before: Vec<(ScopedPath, Option<(FileStamp, Vec<u8>)>)>,
+    before: Vec<WriteTarget>,
     decision: Decision,
 }
 
@@ -855,7 +993,14 @@ struct Validated {
     paths: Vec<(String, PathUse, ScopedPath)>,
 }
 
-fn deny(tool: &str, call_id: &str, stage: &'static str, source: String, reason: String, hint: String) -> (Decision, Observation) {
+fn deny(
+    tool: &str,
+    call_id: &str,
+    stage: &'static str,
+    source: String,
+    reason: String,
+    hint: String,
+) -> (Decision, Observation) {
     let mut o = Observation::denied(tool, call_id, stage, reason, hint);
     o.source = Some(source.clone());
     (Decision::new("deny", stage, source), o)
@@ -908,7 +1053,9 @@ fn describe_call(info: &ToolInfo, v: &Validated) -> String {
             cut -= 1;
         }
         input.truncate(cut);
-        input.push_str("\n  … (input cut for display; the approval covers the whole input by its hash)");
+        input.push_str(
+            "\n  … (input cut for display; the approval covers the whole input by its hash)",
+        );
     }
     text.push_str(&format!("\ninput:\n{input}"));
     text
@@ -926,7 +1073,10 @@ fn decision_event(d: &Decision, o: &Observation) -> Value {
 /// Every schema error, one per line, each naming the field.
 fn schema_errors(tool: &RegisteredTool, input: &Value) -> Option<String> {
     if !input.is_object() {
-        return Some(format!("the input of `{}` must be a JSON object", tool.info.name));
+        return Some(format!(
+            "the input of `{}` must be a JSON object",
+            tool.info.name
+        ));
     }
     let errors: Vec<String> = tool
         .validator
@@ -934,7 +1084,11 @@ fn schema_errors(tool: &RegisteredTool, input: &Value) -> Option<String> {
         .take(5)
         .map(|e| {
             let at = e.instance_path.to_string();
-            let field = if at.is_empty() { "input".to_string() } else { format!("input{}", at.replace('/', ".")) };
+            let field = if at.is_empty() {
+                "input".to_string()
+            } else {
+                format!("input{}", at.replace('/', "."))
+            };
             format!("{field}: {e}")
         })
         .collect();
@@ -986,4 +1140,3 @@ fn new_call_id() -> String {
     h.write_u32(std::process::id());
     format!("call-{:016x}", h.finish())
 }
-

@@ -40,10 +40,13 @@ struct GrantEntry {
 
 type Stamp = (SystemTime, u64);
 
+/// The last file stamp seen and what was parsed from it.
+type Cached = Option<(Option<Stamp>, Result<Vec<Grant>, Problem>)>;
+
 /// The grants file with a cache that is refreshed when its mtime or size changes.
 pub struct ProjectGrants {
     path: PathBuf,
-    cache: Mutex<Option<(Option<Stamp>, Result<Vec<Grant>, Problem>)>>,
+    cache: Mutex<Cached>,
 }
 
 impl ProjectGrants {
@@ -103,10 +106,14 @@ impl ProjectGrants {
     }
 
     fn parse(&self) -> Result<Vec<Grant>, Problem> {
-        let text = std::fs::read_to_string(&self.path).map_err(|e| self.problem(None, format!("cannot be read: {e}")))?;
+        let text = std::fs::read_to_string(&self.path)
+            .map_err(|e| self.problem(None, format!("cannot be read: {e}")))?;
         let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
         let file: GrantsFile = toml::from_str(&text).map_err(|e| {
-            self.problem(e.span().map(|s| line_of(s.start)), format!("is malformed: {}", e.message()))
+            self.problem(
+                e.span().map(|s| line_of(s.start)),
+                format!("is malformed: {}", e.message()),
+            )
         })?;
         file.grants
             .iter()
@@ -168,9 +175,10 @@ impl ProjectGrants {
         if self.stamp()?.is_none() {
             return Ok(Vec::new());
         }
-        let text = std::fs::read_to_string(&self.path).map_err(|e| self.problem(None, format!("cannot be read: {e}")))?;
-        let file: GrantsFile =
-            toml::from_str(&text).map_err(|e| self.problem(None, format!("is malformed: {}", e.message())))?;
+        let text = std::fs::read_to_string(&self.path)
+            .map_err(|e| self.problem(None, format!("cannot be read: {e}")))?;
+        let file: GrantsFile = toml::from_str(&text)
+            .map_err(|e| self.problem(None, format!("is malformed: {}", e.message())))?;
         Ok(file.grants.into_iter().map(|g| g.into_inner()).collect())
     }
 
@@ -179,16 +187,19 @@ impl ProjectGrants {
         struct Out<'a> {
             grants: &'a [GrantEntry],
         }
-        let body = toml::to_string(&Out { grants: entries }).map_err(|e| self.problem(None, e.to_string()))?;
+        let body = toml::to_string(&Out { grants: entries })
+            .map_err(|e| self.problem(None, e.to_string()))?;
         let text = format!(
             "# Project grants: approvals saved as \"always for this project\".\n\
              # Edit by hand or with `toolgate grants`; changes apply to the next call.\n\
              # Session-capped tools (the shell) can never be granted here.\n\n{body}"
         );
         if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| self.problem(None, format!("cannot create its directory: {e}")))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| self.problem(None, format!("cannot create its directory: {e}")))?;
         }
-        crate::fsutil::write_atomic(&self.path, text.as_bytes()).map_err(|e| self.problem(None, format!("cannot be written: {e}")))
+        crate::fsutil::write_atomic(&self.path, text.as_bytes())
+            .map_err(|e| self.problem(None, format!("cannot be written: {e}")))
     }
 }
 
@@ -201,15 +212,27 @@ mod tests {
     fn add_find_revoke_and_reload_after_hand_edit() {
         let dir = tempfile::tempdir().unwrap();
         let g = ProjectGrants::new(dir.path().join("grants.toml"));
-        assert!(g.find(&CallKey::with_target("write", "src/")).unwrap().is_none());
+        assert!(g
+            .find(&CallKey::with_target("write", "src/"))
+            .unwrap()
+            .is_none());
         g.add("write:src/**", "test").unwrap();
-        assert!(g.find(&CallKey::with_target("write", "src/a/")).unwrap().is_some());
+        assert!(g
+            .find(&CallKey::with_target("write", "src/a/"))
+            .unwrap()
+            .is_some());
         // A hand edit is picked up without a restart.
         let text = std::fs::read_to_string(g.path()).unwrap();
         std::fs::write(g.path(), format!("{text}\n[[grants]]\nkey = \"edit\"\n")).unwrap();
-        assert!(g.find(&CallKey::with_target("edit", "x/")).unwrap().is_some());
+        assert!(g
+            .find(&CallKey::with_target("edit", "x/"))
+            .unwrap()
+            .is_some());
         assert_eq!(g.revoke("write:src/**").unwrap(), 1);
-        assert!(g.find(&CallKey::with_target("write", "src/a/")).unwrap().is_none());
+        assert!(g
+            .find(&CallKey::with_target("write", "src/a/"))
+            .unwrap()
+            .is_none());
     }
 
     #[test]

@@ -166,7 +166,11 @@ impl Policy {
                 location: format!("preset `{name}`"),
                 message: format!(
                     "no such preset; the presets are {}",
-                    PRESETS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                    PRESETS
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
                 severity: "error",
             }]),
@@ -175,7 +179,10 @@ impl Policy {
 
     /// The policy for a workspace: `explicit` if given, else `.toolgate/policy.toml` if it
     /// exists, else the `default` preset.
-    pub fn for_workspace(state_dir: &Path, explicit: Option<&PolicySource>) -> Result<Policy, Vec<Problem>> {
+    pub fn for_workspace(
+        state_dir: &Path,
+        explicit: Option<&PolicySource>,
+    ) -> Result<Policy, Vec<Problem>> {
         match explicit {
             Some(PolicySource::File(p)) => Policy::load(p),
             Some(PolicySource::Preset(n)) => Policy::preset(n),
@@ -236,7 +243,10 @@ impl Policy {
                 if !pattern.matches(&CallKey::parse(example)) {
                     problems.push(Problem {
                         location: location.clone(),
-                        message: format!("rule `{}` does not match its own `match` example `{example}`", r.key),
+                        message: format!(
+                            "rule `{}` does not match its own `match` example `{example}`",
+                            r.key
+                        ),
                         severity: "error",
                     });
                 }
@@ -245,7 +255,10 @@ impl Policy {
                 if pattern.matches(&CallKey::parse(example)) {
                     problems.push(Problem {
                         location: location.clone(),
-                        message: format!("rule `{}` matches its own `not_match` example `{example}`", r.key),
+                        message: format!(
+                            "rule `{}` matches its own `not_match` example `{example}`",
+                            r.key
+                        ),
                         severity: "error",
                     });
                 }
@@ -281,7 +294,8 @@ impl Policy {
                 limits.timeout = Duration::from_millis(ms);
             }
             if let Some(mb) = l.memory_mb {
-                limits.max_memory_bytes = usize::try_from(mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
+                limits.max_memory_bytes =
+                    usize::try_from(mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
             }
             if let Some(b) = l.output_bytes {
                 limits.max_output_bytes = usize::try_from(b).unwrap_or(usize::MAX);
@@ -363,9 +377,13 @@ mod tests {
     fn deny_beats_allow_on_the_same_path() {
         let text = "[[rules]]\nkey = \"write:src/**\"\ndecision = \"allow\"\n[[rules]]\nkey = \"write:src/secret/**\"\ndecision = \"deny\"\n";
         let p = Policy::parse("p", text).unwrap();
-        let r = p.strictest(&CallKey::with_target("write", "src/secret/")).unwrap();
+        let r = p
+            .strictest(&CallKey::with_target("write", "src/secret/"))
+            .unwrap();
         assert_eq!(r.decision, RuleDecision::Deny);
-        let r = p.strictest(&CallKey::with_target("write", "src/other/")).unwrap();
+        let r = p
+            .strictest(&CallKey::with_target("write", "src/other/"))
+            .unwrap();
         assert_eq!(r.decision, RuleDecision::Allow);
     }
 }

@@ -123,11 +123,13 @@ impl KeyPattern {
         };
         let tool_ok = tool == "*"
             || (!tool.is_empty()
-                && tool
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' || c == '.'));
+                && tool.chars().all(|c| {
+                    c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' || c == '.'
+                }));
         if !tool_ok {
-            return Err(format!("`{raw}`: the tool part `{tool}` is not a tool name (or `*`)"));
+            return Err(format!(
+                "`{raw}`: the tool part `{tool}` is not a tool name (or `*`)"
+            ));
         }
         let target = match target {
             None => Target::Any,
@@ -220,14 +222,38 @@ mod tests {
         let cases: &[(&str, CallKey, bool)] = &[
             ("write", CallKey::with_target("write", "src/"), true),
             ("write:src/**", CallKey::with_target("write", "src/"), true),
-            ("write:src/**", CallKey::with_target("write", "src/a/b/"), true),
-            ("write:src/**", CallKey::with_target("write", "docs/"), false),
-            ("write:src/*", CallKey::with_target("write", "src/a/b/"), false),
+            (
+                "write:src/**",
+                CallKey::with_target("write", "src/a/b/"),
+                true,
+            ),
+            (
+                "write:src/**",
+                CallKey::with_target("write", "docs/"),
+                false,
+            ),
+            (
+                "write:src/*",
+                CallKey::with_target("write", "src/a/b/"),
+                false,
+            ),
             ("edit:src/**", CallKey::with_target("write", "src/"), false),
             ("*:src/**", CallKey::with_target("edit", "src/x/"), true),
-            ("fetch:*.github.com", CallKey::with_target("fetch", "api.github.com"), true),
-            ("fetch:*.github.com", CallKey::with_target("fetch", "github.com.evil.io"), false),
-            ("read:**/.env*", CallKey::with_target("read", "a/.env.local"), true),
+            (
+                "fetch:*.github.com",
+                CallKey::with_target("fetch", "api.github.com"),
+                true,
+            ),
+            (
+                "fetch:*.github.com",
+                CallKey::with_target("fetch", "github.com.evil.io"),
+                false,
+            ),
+            (
+                "read:**/.env*",
+                CallKey::with_target("read", "a/.env.local"),
+                true,
+            ),
             ("shell:cargo test **", argv("cargo test"), true),
             ("shell:cargo test **", argv("cargo test --all x"), true),
             ("shell:cargo test **", argv("cargo build"), false),

@@ -25,7 +25,12 @@ impl ArtifactCache {
     }
 
     /// The compiled component and the hex sha256 of `bytes`.
-    pub(crate) fn load(&self, engine: &Engine, name: &str, bytes: &[u8]) -> Result<(Component, String)> {
+    pub(crate) fn load(
+        &self,
+        engine: &Engine,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<(Component, String)> {
         let digest = hex::encode(Sha256::digest(bytes));
         let Some(dir) = &self.dir else {
             return Ok((compile(engine, name, bytes)?, digest));

@@ -136,12 +136,13 @@ impl Sandbox {
             .imports(&self.engine)
             .map(|(name, _)| name.to_string())
             .collect();
-        let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| {
-            Error::ComponentLoad {
-                name: name.to_string(),
-                message: format!("{e:#}"),
-            }
-        })?;
+        let instance_pre =
+            self.linker
+                .instantiate_pre(&component)
+                .map_err(|e| Error::ComponentLoad {
+                    name: name.to_string(),
+                    message: format!("{e:#}"),
+                })?;
         let pre = bindings::ToolPre::new(instance_pre).map_err(|e| Error::ComponentLoad {
             name: name.to_string(),
             message: format!("it does not export the toolgate:tool@0.1.0 world: {e:#}"),
@@ -328,7 +329,11 @@ fn classify(error: wasmtime::Error, limits: &Limits) -> Error {
     // The model gets the trap's reason, not wasm backtrace frames.
     let reason = error.root_cause().to_string();
     let first = text.lines().next().unwrap_or_default();
-    Error::Trap(if first.contains(&reason) { first.to_string() } else { format!("{first}: {reason}") })
+    Error::Trap(if first.contains(&reason) {
+        first.to_string()
+    } else {
+        format!("{first}: {reason}")
+    })
 }
 
 /// The address in a "memory fault at wasm address 0x…" trap message.

@@ -41,7 +41,10 @@ impl Capabilities {
         // for file-heavy tools. Must be set before the preopens are added.
         builder.allow_blocking_current_thread(true);
         // No sockets at all: tools that need the network get it through the host.
-        builder.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+        builder
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
         for p in &self.preopens {
             let perms = if p.writable {
                 FsPerms::ReadWrite

@@ -42,7 +42,13 @@ pub struct AuditQuery {
 
 impl StateDb {
     /// Append events for one call in one transaction.
-    pub fn audit(&self, call_id: &str, session: &str, tool: &str, events: &[(&str, Value)]) -> Result<()> {
+    pub fn audit(
+        &self,
+        call_id: &str,
+        session: &str,
+        tool: &str,
+        events: &[(&str, Value)],
+    ) -> Result<()> {
         let mut conn = self.conn();
         let tx = conn.transaction().map_err(|e| self.err(e))?;
         {
@@ -54,8 +60,15 @@ impl StateDb {
                 .map_err(|e| self.err(e))?;
             let at = now_ms();
             for (event, detail) in events {
-                stmt.execute(rusqlite::params![call_id, at, session, tool, event, detail.to_string()])
-                    .map_err(|e| self.err(e))?;
+                stmt.execute(rusqlite::params![
+                    call_id,
+                    at,
+                    session,
+                    tool,
+                    event,
+                    detail.to_string()
+                ])
+                .map_err(|e| self.err(e))?;
             }
         }
         tx.commit().map_err(|e| self.err(e))
@@ -93,20 +106,25 @@ impl StateDb {
         }
         let mut stmt = conn.prepare(&sql).map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map(rusqlite::params_from_iter(params.iter().map(|p| p.as_ref())), |row| {
-                let detail: String = row.get(6)?;
-                Ok(AuditEvent {
-                    id: row.get(0)?,
-                    call_id: row.get(1)?,
-                    at_ms: row.get(2)?,
-                    session: row.get(3)?,
-                    tool: row.get(4)?,
-                    event: row.get(5)?,
-                    detail: serde_json::from_str(&detail).unwrap_or(Value::String(detail)),
-                })
-            })
+            .query_map(
+                rusqlite::params_from_iter(params.iter().map(|p| p.as_ref())),
+                |row| {
+                    let detail: String = row.get(6)?;
+                    Ok(AuditEvent {
+                        id: row.get(0)?,
+                        call_id: row.get(1)?,
+                        at_ms: row.get(2)?,
+                        session: row.get(3)?,
+                        tool: row.get(4)?,
+                        event: row.get(5)?,
+                        detail: serde_json::from_str(&detail).unwrap_or(Value::String(detail)),
+                    })
+                },
+            )
             .map_err(|e| self.err(e))?;
-        let mut events = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(|e| self.err(e))?;
+        let mut events = rows
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(|e| self.err(e))?;
         events.reverse();
         Ok(events)
     }
@@ -121,9 +139,18 @@ pub fn redact(input: &Value) -> Value {
             map.iter()
                 .map(|(k, v)| {
                     let lower = k.to_ascii_lowercase();
-                    let secret = ["password", "secret", "token", "apikey", "api_key", "authorization", "credential", "cookie"]
-                        .iter()
-                        .any(|s| lower.contains(s));
+                    let secret = [
+                        "password",
+                        "secret",
+                        "token",
+                        "apikey",
+                        "api_key",
+                        "authorization",
+                        "credential",
+                        "cookie",
+                    ]
+                    .iter()
+                    .any(|s| lower.contains(s));
                     if secret {
                         (k.clone(), Value::String("[redacted]".into()))
                     } else {

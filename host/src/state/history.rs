@@ -41,13 +41,23 @@ impl StateDb {
             (None, Some(v)) if v.origin == "absent" => Ok(()),
             (None, _) => self.insert_version(path, "absent", "", &[], call_id),
             (Some((sha, _)), Some(v)) if v.sha256 == sha => Ok(()),
-            (Some((sha, bytes)), Some(_)) => self.insert_version(path, "external", sha, bytes, call_id),
-            (Some((sha, bytes)), None) => self.insert_version(path, "original", sha, bytes, call_id),
+            (Some((sha, bytes)), Some(_)) => {
+                self.insert_version(path, "external", sha, bytes, call_id)
+            }
+            (Some((sha, bytes)), None) => {
+                self.insert_version(path, "original", sha, bytes, call_id)
+            }
         }
     }
 
     /// Record what a tool wrote to `path`.
-    pub fn history_after_write(&self, path: &Path, sha: &str, bytes: &[u8], call_id: &str) -> Result<()> {
+    pub fn history_after_write(
+        &self,
+        path: &Path,
+        sha: &str,
+        bytes: &[u8],
+        call_id: &str,
+    ) -> Result<()> {
         self.insert_version(path, "tool", sha, bytes, call_id)
     }
 
@@ -63,7 +73,8 @@ impl StateDb {
         let rows = stmt
             .query_map([path.to_string_lossy()], row_to_version)
             .map_err(|e| self.err(e))?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(|e| self.err(e))
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(|e| self.err(e))
     }
 
     fn latest_version(&self, path: &Path) -> Result<Option<FileVersion>> {
@@ -78,7 +89,14 @@ impl StateDb {
             .map_err(|e| self.err(e))
     }
 
-    fn insert_version(&self, path: &Path, origin: &str, sha: &str, bytes: &[u8], call_id: &str) -> Result<()> {
+    fn insert_version(
+        &self,
+        path: &Path,
+        origin: &str,
+        sha: &str,
+        bytes: &[u8],
+        call_id: &str,
+    ) -> Result<()> {
         let content = (bytes.len() <= MAX_HISTORY_CONTENT).then_some(bytes);
         self.conn()
             .execute(

@@ -6,7 +6,12 @@ use crate::error::Result;
 
 impl StateDb {
     /// Grant `key` to `session`, until `expires_ms` if given.
-    pub fn add_session_grant(&self, session: &str, key: &str, expires_ms: Option<i64>) -> Result<()> {
+    pub fn add_session_grant(
+        &self,
+        session: &str,
+        key: &str,
+        expires_ms: Option<i64>,
+    ) -> Result<()> {
         self.conn()
             .execute(
                 "INSERT INTO session_grants (session, key, expires_ms, at_ms) VALUES (?1, ?2, ?3, ?4)
@@ -27,8 +32,11 @@ impl StateDb {
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map(rusqlite::params![session, now_ms()], |r| r.get::<_, String>(0))
+            .query_map(rusqlite::params![session, now_ms()], |r| {
+                r.get::<_, String>(0)
+            })
             .map_err(|e| self.err(e))?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(|e| self.err(e))
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(|e| self.err(e))
     }
 }

@@ -107,7 +107,13 @@ impl Observation {
     }
 
     /// An `error` observation: `code`, a message the model can act on, and a hint.
-    pub fn error(tool: &str, audit_id: &str, code: &str, message: String, hint: Option<String>) -> Self {
+    pub fn error(
+        tool: &str,
+        audit_id: &str,
+        code: &str,
+        message: String,
+        hint: Option<String>,
+    ) -> Self {
         let mut o = Observation::new(tool, Status::Error, audit_id);
         o.summary = first_line(&message);
         o.content = match &hint {
@@ -146,7 +152,10 @@ pub fn cut_head_tail(content: &str, max: usize, full_ref: &str) -> Option<String
     let marker_room = 200;
     let keep = max.saturating_sub(marker_room);
     let head_len = floor_boundary(content, keep * 2 / 3);
-    let tail_start = ceil_boundary(content, content.len() - (keep - head_len).min(content.len()));
+    let tail_start = ceil_boundary(
+        content,
+        content.len() - (keep - head_len).min(content.len()),
+    );
     let head = &content[..head_len];
     let tail = &content[tail_start.max(head_len)..];
     let omitted = content.len() - head.len() - tail.len();
@@ -173,6 +182,7 @@ fn ceil_boundary(s: &str, mut i: usize) -> usize {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -12,13 +12,55 @@ use std::sync::Arc;
 
 /// The built-in tools, compiled to components by `host/build.rs` and carried in the binary.
 pub const BUILTINS: &[(&str, &[u8])] = &[
-    ("read", include_bytes!(concat!(env!("TOOLGATE_GUEST_DIR"), "/toolgate_tool_read.wasm"))),
-    ("ls", include_bytes!(concat!(env!("TOOLGATE_GUEST_DIR"), "/toolgate_tool_ls.wasm"))),
-    ("glob", include_bytes!(concat!(env!("TOOLGATE_GUEST_DIR"), "/toolgate_tool_glob.wasm"))),
-    ("grep", include_bytes!(concat!(env!("TOOLGATE_GUEST_DIR"), "/toolgate_tool_grep.wasm"))),
-    ("write", include_bytes!(concat!(env!("TOOLGATE_GUEST_DIR"), "/toolgate_tool_write.wasm"))),
-    ("edit", include_bytes!(concat!(env!("TOOLGATE_GUEST_DIR"), "/toolgate_tool_edit.wasm"))),
-    ("multiedit", include_bytes!(concat!(env!("TOOLGATE_GUEST_DIR"), "/toolgate_tool_multiedit.wasm"))),
+    (
+        "read",
+        include_bytes!(concat!(
+            env!("TOOLGATE_GUEST_DIR"),
+            "/toolgate_tool_read.wasm"
+        )),
+    ),
+    (
+        "ls",
+        include_bytes!(concat!(
+            env!("TOOLGATE_GUEST_DIR"),
+            "/toolgate_tool_ls.wasm"
+        )),
+    ),
+    (
+        "glob",
+        include_bytes!(concat!(
+            env!("TOOLGATE_GUEST_DIR"),
+            "/toolgate_tool_glob.wasm"
+        )),
+    ),
+    (
+        "grep",
+        include_bytes!(concat!(
+            env!("TOOLGATE_GUEST_DIR"),
+            "/toolgate_tool_grep.wasm"
+        )),
+    ),
+    (
+        "write",
+        include_bytes!(concat!(
+            env!("TOOLGATE_GUEST_DIR"),
+            "/toolgate_tool_write.wasm"
+        )),
+    ),
+    (
+        "edit",
+        include_bytes!(concat!(
+            env!("TOOLGATE_GUEST_DIR"),
+            "/toolgate_tool_edit.wasm"
+        )),
+    ),
+    (
+        "multiedit",
+        include_bytes!(concat!(
+            env!("TOOLGATE_GUEST_DIR"),
+            "/toolgate_tool_multiedit.wasm"
+        )),
+    ),
 ];
 
 /// Where the guest build put its components (test guests included).
@@ -152,7 +194,12 @@ impl Registry {
     }
 
     /// Load an extra component from a file (a test guest now, plugins later).
-    pub async fn add_file(&mut self, sandbox: &Sandbox, limits: &Limits, path: &Path) -> Result<ToolInfo> {
+    pub async fn add_file(
+        &mut self,
+        sandbox: &Sandbox,
+        limits: &Limits,
+        path: &Path,
+    ) -> Result<ToolInfo> {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         let name = path.display().to_string();
         let loaded = sandbox.load(&name, &bytes)?;
@@ -214,13 +261,18 @@ async fn describe(
     }
     if let Some(expected) = expected_name {
         if d.name != expected {
-            return Err(bad(format!("expected the built-in `{expected}`, it calls itself `{}`", d.name)));
+            return Err(bad(format!(
+                "expected the built-in `{expected}`, it calls itself `{}`",
+                d.name
+            )));
         }
     }
     let schema: Value = serde_json::from_str(&d.input_schema)
         .map_err(|e| bad(format!("its input schema is not JSON: {e}")))?;
     if schema.get("type").and_then(Value::as_str) != Some("object") {
-        return Err(bad("its input schema must describe an object (`\"type\": \"object\"`)".into()));
+        return Err(bad(
+            "its input schema must describe an object (`\"type\": \"object\"`)".into(),
+        ));
     }
     let validator = jsonschema::validator_for(&schema)
         .map_err(|e| bad(format!("its input schema is not a valid JSON Schema: {e}")))?;
@@ -249,7 +301,10 @@ async fn describe(
         wit::Risk::Exec => Risk::Exec,
         wit::Risk::Network => Risk::Network,
     };
-    let exec = loaded.imports.iter().any(|i| i.starts_with(EXEC_INTERFACE_PREFIX));
+    let exec = loaded
+        .imports
+        .iter()
+        .any(|i| i.starts_with(EXEC_INTERFACE_PREFIX));
     let mut risk = declared;
     if path_fields.iter().any(|(_, a)| *a == PathUse::Write) {
         risk = risk.max(Risk::Write);
@@ -263,7 +318,11 @@ async fn describe(
         input_schema: schema,
         risk,
         path_fields,
-        ceiling: if exec { Ceiling::Session } else { Ceiling::Project },
+        ceiling: if exec {
+            Ceiling::Session
+        } else {
+            Ceiling::Project
+        },
         imports: loaded.imports.clone(),
         digest: loaded.digest.clone(),
         builtin,
