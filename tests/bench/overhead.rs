@@ -60,7 +60,10 @@ async fn per_call() {
         let o = gate.call("bench", "read", input.clone()).await;
         assert_eq!(o.status, Status::Ok, "{o:?}");
     }
-    let n = 3000;
+    let n = std::env::var("TG_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
     let mut times = Vec::with_capacity(n);
     for _ in 0..n {
         let t = Instant::now();

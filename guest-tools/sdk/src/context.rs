@@ -2,6 +2,7 @@
 
 use crate::__wit::toolgate::tool::types as wit;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 
 /// The call's context: where the workspace is mounted, the output budget, and what to skip.
@@ -9,38 +10,41 @@ use std::path::{Path, PathBuf};
 pub struct Context {
     root: PathBuf,
     max_output_bytes: usize,
-    denied: GlobSet,
+    denied_globs: Vec<String>,
+    /// Compiled on first use: building the regexes costs far more than a small call itself,
+    /// and tools that never walk (read, write, edit) never need them.
+    denied: OnceCell<GlobSet>,
+}
+
+fn compile(patterns: &[String]) -> GlobSet {
+    let mut set = GlobSetBuilder::new();
+    for pattern in patterns {
+        // A pattern the host sent that does not parse is skipped here; the host enforces
+        // the deny-list on its own side as well.
+        if let Ok(glob) = GlobBuilder::new(pattern).literal_separator(true).build() {
+            set.add(glob);
+        }
+    }
+    set.build().unwrap_or_else(|_| GlobSet::empty())
 }
 
 impl Context {
     pub(crate) fn from_wit(cx: wit::CallContext) -> Self {
-        let mut set = GlobSetBuilder::new();
-        for pattern in &cx.denied_globs {
-            // A pattern the host sent that does not parse is skipped here; the host enforces
-            // the deny-list on its own side as well.
-            if let Ok(glob) = GlobBuilder::new(pattern).literal_separator(true).build() {
-                set.add(glob);
-            }
-        }
         Context {
             root: PathBuf::from(cx.workspace_root),
             max_output_bytes: usize::try_from(cx.max_output_bytes).unwrap_or(usize::MAX),
-            denied: set.build().unwrap_or_else(|_| GlobSet::empty()),
+            denied_globs: cx.denied_globs,
+            denied: OnceCell::new(),
         }
     }
 
     /// A context for tests of tool logic outside a component.
     pub fn for_tests(root: impl Into<PathBuf>, max_output_bytes: usize, denied: &[&str]) -> Self {
-        let mut set = GlobSetBuilder::new();
-        for pattern in denied {
-            if let Ok(glob) = GlobBuilder::new(pattern).literal_separator(true).build() {
-                set.add(glob);
-            }
-        }
         Context {
             root: root.into(),
             max_output_bytes,
-            denied: set.build().unwrap_or_else(|_| GlobSet::empty()),
+            denied_globs: denied.iter().map(|s| s.to_string()).collect(),
+            denied: OnceCell::new(),
         }
     }
 
@@ -66,6 +70,8 @@ impl Context {
 
     /// Whether the workspace-relative path `rel` is on the host's deny-list.
     pub fn is_denied(&self, rel: &str) -> bool {
-        self.denied.is_match(rel)
+        self.denied
+            .get_or_init(|| compile(&self.denied_globs))
+            .is_match(rel)
     }
 }

@@ -802,14 +802,16 @@ impl Gate {
                         )),
                     ))
                 }
-                Ok(None) => return Err(fail(
-                    "not-read",
-                    format!("{} has not been read in this session", scoped.rel),
-                    Some(format!(
+                Ok(None) => {
+                    return Err(fail(
+                        "not-read",
+                        format!("{} has not been read in this session", scoped.rel),
+                        Some(format!(
                         "call `read` on {} first, so the change is made against what it contains",
                         scoped.rel
                     )),
-                )),
+                    ))
+                }
                 Err(e) => return Err(fail("state", e.to_string(), None)),
             }
             before.push((scoped.clone(), Some(current)));

@@ -16,7 +16,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use wasmtime::component::{HasData, Linker, ResourceTable};
-use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder, Trap};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimits,
+    StoreLimitsBuilder, Trap,
+};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The WIT bindings of the `toolgate:tool` world, version 0.1.0.
@@ -29,6 +32,10 @@ pub(crate) mod bindings {
 }
 
 pub(crate) use bindings::toolgate::tool::types as wit;
+
+/// Calls that can run at the same time (instance slots in the pooling allocator). A call
+/// beyond this fails with an error instead of queueing without bound.
+const POOL_SLOTS: u32 = 128;
 
 /// How often the epoch ticks. Deadlines are counted in ticks, so a deadline overshoots by at
 /// most about one tick.
@@ -95,7 +102,24 @@ impl Sandbox {
             .wasm_component_model(true)
             .epoch_interruption(true)
             .cranelift_opt_level(wasmtime::OptLevel::Speed);
-        let engine = Engine::new(&config).map_err(|e| Error::Sandbox(format!("{e:#}")))?;
+        // A pool of pre-reserved instance slots makes instantiation per call cheap (no mmap and
+        // munmap of a fresh memory reservation every time). If the pool cannot be reserved
+        // (a low `ulimit -v`), fall back to on-demand allocation rather than not starting.
+        let mut pooled = config.clone();
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(POOL_SLOTS)
+            .total_core_instances(POOL_SLOTS * 8)
+            .total_memories(POOL_SLOTS * 2)
+            .total_tables(POOL_SLOTS * 4)
+            .total_stacks(POOL_SLOTS);
+        pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = match Engine::new(&pooled) {
+            Ok(engine) => engine,
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "pooling allocator unavailable; using on-demand allocation");
+                Engine::new(&config).map_err(|e| Error::Sandbox(format!("{e:#}")))?
+            }
+        };
         let mut linker = Linker::new(&engine);
         add_wasi_to_linker(&mut linker)
             .map_err(|e| Error::Sandbox(format!("linking WASI: {e:#}")))?;

@@ -3,8 +3,11 @@
 
 use super::{now_ms, StateDb};
 use crate::error::Result;
+use rusqlite::Connection;
 use serde::Serialize;
 use serde_json::Value;
+use std::path::Path;
+use std::sync::mpsc;
 
 /// One audit event.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -41,7 +44,9 @@ pub struct AuditQuery {
 }
 
 impl StateDb {
-    /// Append events for one call in one transaction.
+    /// Append events for one call. They are written by the audit writer thread (batched, one
+    /// transaction per batch) so the call does not wait for SQLite; [`StateDb::flush_audit`],
+    /// every audit query and dropping the database wait until they are on disk.
     pub fn audit(
         &self,
         call_id: &str,
@@ -49,33 +54,39 @@ impl StateDb {
         tool: &str,
         events: &[(&str, Value)],
     ) -> Result<()> {
+        let at = now_ms();
+        let rows: Vec<AuditRow> = events
+            .iter()
+            .map(|(event, detail)| AuditRow {
+                call_id: call_id.to_string(),
+                at_ms: at,
+                session: session.to_string(),
+                tool: tool.to_string(),
+                event: event.to_string(),
+                detail: detail.to_string(),
+            })
+            .collect();
+        let rows = match self.writer.send(AuditMsg::Rows(rows)) {
+            Ok(()) => return Ok(()),
+            Err(mpsc::SendError(AuditMsg::Rows(rows))) => rows,
+            Err(_) => return Ok(()),
+        };
+        // The writer is gone (it failed to open the database): write here instead.
         let mut conn = self.conn();
-        let tx = conn.transaction().map_err(|e| self.err(e))?;
-        {
-            let mut stmt = tx
-                .prepare_cached(
-                    "INSERT INTO audit (call_id, at_ms, session, tool, event, detail)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )
-                .map_err(|e| self.err(e))?;
-            let at = now_ms();
-            for (event, detail) in events {
-                stmt.execute(rusqlite::params![
-                    call_id,
-                    at,
-                    session,
-                    tool,
-                    event,
-                    detail.to_string()
-                ])
-                .map_err(|e| self.err(e))?;
-            }
+        write_rows(&mut conn, &rows).map_err(|e| self.err(e))
+    }
+
+    /// Wait until every audit event sent so far is written.
+    pub fn flush_audit(&self) {
+        let (tx, rx) = mpsc::channel();
+        if self.writer.send(AuditMsg::Flush(tx)).is_ok() {
+            let _ = rx.recv();
         }
-        tx.commit().map_err(|e| self.err(e))
     }
 
     /// Audit events matching `query`, oldest first.
     pub fn audit_events(&self, query: &AuditQuery) -> Result<Vec<AuditEvent>> {
+        self.flush_audit();
         let conn = self.conn();
         let mut sql = String::from(
             "SELECT id, call_id, at_ms, session, tool, event, detail FROM audit WHERE 1=1",
@@ -175,4 +186,89 @@ pub fn redact(input: &Value) -> Value {
         }
         other => other.clone(),
     }
+}
+
+/// One audit row on its way to the writer.
+pub(crate) struct AuditRow {
+    call_id: String,
+    at_ms: i64,
+    session: String,
+    tool: String,
+    event: String,
+    detail: String,
+}
+
+/// A message to the audit writer thread.
+pub(crate) enum AuditMsg {
+    /// Rows to append.
+    Rows(Vec<AuditRow>),
+    /// Reply once everything before this is written.
+    Flush(mpsc::Sender<()>),
+}
+
+/// Most rows written in one transaction.
+const BATCH: usize = 512;
+
+/// Start the writer thread for the database at `path`. It owns its own connection and ends
+/// when every sender is dropped, after writing what it was sent.
+pub(crate) fn start_writer(
+    path: &Path,
+) -> std::io::Result<(mpsc::Sender<AuditMsg>, std::thread::JoinHandle<()>)> {
+    let (tx, rx) = mpsc::channel::<AuditMsg>();
+    let path = path.to_path_buf();
+    let handle = std::thread::Builder::new()
+        .name("toolgate-audit".into())
+        .spawn(move || {
+            let conn = Connection::open(&path).and_then(|c| {
+                c.busy_timeout(std::time::Duration::from_secs(10))?;
+                c.pragma_update(None, "synchronous", "NORMAL")?;
+                Ok(c)
+            });
+            let mut conn = match conn {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!(error = %e, path = %path.display(), "audit writer cannot open the state database");
+                    return;
+                }
+            };
+            while let Ok(first) = rx.recv() {
+                let mut rows = Vec::new();
+                let mut flushes = Vec::new();
+                let mut next = Some(first);
+                while let Some(msg) = next.take() {
+                    match msg {
+                        AuditMsg::Rows(r) => rows.extend(r),
+                        AuditMsg::Flush(reply) => flushes.push(reply),
+                    }
+                    if rows.len() < BATCH {
+                        next = rx.try_recv().ok();
+                    }
+                }
+                if !rows.is_empty() {
+                    if let Err(e) = write_rows(&mut conn, &rows) {
+                        tracing::error!(error = %e, rows = rows.len(), "audit write failed");
+                    }
+                }
+                for reply in flushes {
+                    let _ = reply.send(());
+                }
+            }
+        })?;
+    Ok((tx, handle))
+}
+
+fn write_rows(conn: &mut Connection, rows: &[AuditRow]) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    {
+        let mut stmt = tx.prepare_cached(
+            "INSERT INTO audit (call_id, at_ms, session, tool, event, detail)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?;
+        for r in rows {
+            stmt.execute(rusqlite::params![
+                r.call_id, r.at_ms, r.session, r.tool, r.event, r.detail
+            ])?;
+        }
+    }
+    tx.commit()
 }

@@ -13,7 +13,7 @@ pub use reads::FileStamp;
 use crate::error::{Error, Result};
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{mpsc, Mutex, MutexGuard};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -64,6 +64,25 @@ CREATE INDEX IF NOT EXISTS audit_time ON audit (at_ms);
 pub struct StateDb {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// Audit events go to a writer thread so calls do not wait for SQLite.
+    writer: mpsc::Sender<audit::AuditMsg>,
+    writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Drop for StateDb {
+    fn drop(&mut self) {
+        // Nothing audited is lost at exit: close the channel and wait for the writer to drain.
+        let (closed, _) = mpsc::channel();
+        drop(std::mem::replace(&mut self.writer, closed));
+        let handle = self
+            .writer_thread
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
 }
 
 impl StateDb {
@@ -80,9 +99,12 @@ impl StateDb {
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(|e| state_err(path, e))?;
         conn.execute_batch(SCHEMA).map_err(|e| state_err(path, e))?;
+        let (writer, handle) = audit::start_writer(path).map_err(|e| Error::io(path, e))?;
         Ok(StateDb {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
+            writer,
+            writer_thread: Mutex::new(Some(handle)),
         })
     }
 

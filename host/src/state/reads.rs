@@ -46,42 +46,45 @@ impl FileStamp {
 impl StateDb {
     /// Record that `session` has seen `path` as `stamp`.
     pub fn record_read(&self, session: &str, path: &Path, stamp: &FileStamp) -> Result<()> {
-        self.conn()
-            .execute(
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(
                 "INSERT INTO reads (session, path, mtime_ns, size, sha256, at_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                  ON CONFLICT (session, path) DO UPDATE SET
                    mtime_ns = excluded.mtime_ns, size = excluded.size,
                    sha256 = excluded.sha256, at_ms = excluded.at_ms",
-                rusqlite::params![
-                    session,
-                    path.to_string_lossy(),
-                    stamp.mtime_ns,
-                    stamp.size,
-                    stamp.sha256,
-                    now_ms()
-                ],
             )
             .map_err(|e| self.err(e))?;
+        stmt.execute(rusqlite::params![
+            session,
+            path.to_string_lossy(),
+            stamp.mtime_ns,
+            stamp.size,
+            stamp.sha256,
+            now_ms()
+        ])
+        .map_err(|e| self.err(e))?;
         Ok(())
     }
 
     /// What `session` last saw of `path`, if it read it.
     pub fn last_read(&self, session: &str, path: &Path) -> Result<Option<FileStamp>> {
         use rusqlite::OptionalExtension;
-        self.conn()
-            .query_row(
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(
                 "SELECT mtime_ns, size, sha256 FROM reads WHERE session = ?1 AND path = ?2",
-                rusqlite::params![session, path.to_string_lossy()],
-                |row| {
-                    Ok(FileStamp {
-                        mtime_ns: row.get(0)?,
-                        size: row.get(1)?,
-                        sha256: row.get(2)?,
-                    })
-                },
             )
-            .optional()
-            .map_err(|e| self.err(e))
+            .map_err(|e| self.err(e))?;
+        stmt.query_row(rusqlite::params![session, path.to_string_lossy()], |row| {
+            Ok(FileStamp {
+                mtime_ns: row.get(0)?,
+                size: row.get(1)?,
+                sha256: row.get(2)?,
+            })
+        })
+        .optional()
+        .map_err(|e| self.err(e))
     }
 }
