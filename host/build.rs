@@ -18,6 +18,9 @@ const GUESTS: &[&str] = &[
     "edit",
     "multiedit",
     "test-hostile",
+    "shell",
+    "job-output",
+    "job-kill",
 ];
 
 fn main() {

@@ -13,6 +13,7 @@
 //! - [`state`]: SQLite state: audit, read records, file history.
 
 pub mod error;
+pub mod exec;
 pub mod fsutil;
 pub mod gate;
 pub mod policy;

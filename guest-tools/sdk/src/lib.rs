@@ -24,6 +24,8 @@
 //! host granted for this one call.
 
 mod context;
+#[cfg(feature = "exec")]
+pub mod exec;
 mod output;
 pub mod text;
 pub mod walk;

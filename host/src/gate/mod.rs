@@ -12,6 +12,7 @@ pub mod hooks;
 pub mod scope;
 
 use crate::error::{Error, Result};
+use crate::exec::{ApprovedCommand, Class, ExecGrant, ExecHost};
 use crate::policy::grants::ProjectGrants;
 use crate::policy::rules::{CallKey, KeyPattern, RuleDecision};
 use crate::policy::{Mode, Policy, PolicySource, Problem};
@@ -81,6 +82,8 @@ pub struct Gate {
     known_sessions: std::sync::Mutex<std::collections::HashSet<String>>,
     /// The deny-list enforced inside the guest's preopens.
     fs_deny: Arc<FsDeny>,
+    /// The host exec capability: settings and background jobs (they die with the gate).
+    exec_host: Arc<ExecHost>,
 }
 
 /// A ladder decision and what it is based on, as audited.
@@ -150,6 +153,16 @@ impl Gate {
         let denied_globs = workspace.guest_denied_globs();
         let fs_deny = Arc::new(FsDeny::new(Workspace::new(workspace.root(), &secrets)?));
         let project_grants = ProjectGrants::new(workspace.state_dir().join("grants.toml"));
+        let exec_host = Arc::new(ExecHost::new(
+            workspace.root().to_path_buf(),
+            crate::exec::ExecConfig {
+                network: policy.shell.network,
+                env: policy.shell.env.clone(),
+                require_confinement: policy.require_confinement,
+                banned: policy.shell.banned.clone(),
+                output_budget: limits.max_output_bytes,
+            },
+        ));
         Ok(Gate {
             mode: RwLock::new(options.mode.unwrap_or(policy.mode)),
             workspace,
@@ -166,7 +179,13 @@ impl Gate {
             denied_globs,
             known_sessions: Default::default(),
             fs_deny,
+            exec_host,
         })
+    }
+
+    /// The exec capability's host side (background jobs, confinement).
+    pub fn exec_host(&self) -> &Arc<ExecHost> {
+        &self.exec_host
     }
 
     /// The workspace.
@@ -370,7 +389,11 @@ impl Gate {
             let v = self.validate(tool_name, &input, call_id)?;
             let tool = v.tool.clone();
             let risk = tool.info.risk;
-            let key = key_for(&tool.info, &v.paths);
+            let shell = self.shell_command(&tool.info, &v);
+            let key = match &shell {
+                Some(k) => k.key.clone(),
+                None => key_for(&tool.info, &v.paths),
+            };
             let key_text = key.to_string();
 
             // Stage 3: the mode, read from its one place at decision time.
@@ -384,6 +407,34 @@ impl Gate {
                     format!("`{tool_name}` is a {} tool and the mode is `safe` (read-only)", risk.as_str()),
                     "switch the mode to `ask` (`mode = \"ask\"` in .toolgate/policy.toml or `--mode ask`)".into(),
                 ));
+            }
+
+            // Stage 4: banned shell commands are denied in every mode, before any rule or grant.
+            if let Some(Class::Banned(why)) = shell.as_ref().map(|k| &k.class) {
+                return Err(deny(
+                    tool_name,
+                    call_id,
+                    "rules",
+                    "banned-list".into(),
+                    format!("`{}` is banned: {why}", shell_text(&v.input)),
+                    "banned commands are denied in every mode and cannot be granted; do it another way (e.g. the fetch tool for downloads)".into(),
+                ));
+            }
+            if shell.is_some() && self.policy.require_confinement {
+                let c = self.exec_host.confinement();
+                if !c.complete() {
+                    return Err(deny(
+                        tool_name,
+                        call_id,
+                        "rules",
+                        "[shell] require_confinement".into(),
+                        format!(
+                            "the policy requires confined shell commands and this host cannot confine them ({} unavailable)",
+                            c.missing().join(", ")
+                        ),
+                        "run on a Linux host with Landlock and namespaces, or drop `require_confinement` from the policy".into(),
+                    ));
+                }
             }
 
             // Stage 4: rules, strictest wins across every rule.
@@ -408,9 +459,18 @@ impl Gate {
                     ),
                 ));
             }
-            let force_ask = rule
+            let mut force_ask = rule
                 .as_ref()
                 .is_some_and(|r| r.decision == RuleDecision::Ask);
+            // Dangerous shell forms always ask, unless a grant names exactly this command.
+            if let Some(Class::Dangerous(_)) = shell.as_ref().map(|k| &k.class) {
+                if !self.exact_grant(session, &key_text) {
+                    force_ask = true;
+                }
+            }
+            let shell_read_only = shell
+                .as_ref()
+                .is_some_and(|k| k.class == Class::ReadOnly && self.args_in_scope(&v, k));
 
             // Stage 5: hooks, once; an `updated_input` is merged and re-validated from stage 1.
             let mut hook_allow = None;
@@ -456,11 +516,15 @@ impl Gate {
             let before = self.check_writes(session, &tool, &v.paths, call_id)?;
 
             let allow = |stage: &'static str, source: String| Decision::new("allow", stage, source);
-            let decision = if risk == Risk::ReadOnly && !force_ask {
+            let decision = if (risk == Risk::ReadOnly || shell_read_only) && !force_ask {
                 // Stage 6: read tools inside the scope need no grant.
                 Some(allow(
                     "no-permission",
-                    "read-only tool inside the scope".into(),
+                    if shell_read_only {
+                        "read-only shell command".into()
+                    } else {
+                        "read-only tool inside the scope".into()
+                    },
                 ))
             } else if force_ask {
                 None
@@ -502,21 +566,25 @@ impl Gate {
                         )));
                     }
                     let before = self.check_writes(session, &tool, &v.paths, call_id)?;
+                    let exec = self.approve_command(&tool.info, &v, shell.as_ref(), call_id)?;
                     return Ok(Prepared {
                         tool,
                         input: v.input,
                         paths: v.paths,
                         before,
                         decision: d,
+                        exec,
                     });
                 }
             };
+            let exec = self.approve_command(&tool.info, &v, shell.as_ref(), call_id)?;
             return Ok(Prepared {
                 tool,
                 input: v.input,
                 paths: v.paths,
                 before,
                 decision,
+                exec,
             });
         }
     }
@@ -578,6 +646,101 @@ impl Gate {
             }
         }
         Ok(Validated { tool, input, paths })
+    }
+
+    /// For the built-in shell: the command keyed from what will run.
+    fn shell_command(&self, info: &ToolInfo, v: &Validated) -> Option<crate::exec::Keyed> {
+        if !(info.builtin && info.name == crate::exec::SHELL_TOOL) {
+            return None;
+        }
+        let text = shell_text(&v.input);
+        Some(crate::exec::keyed(&text, &self.policy.shell.banned))
+    }
+
+    /// Whether a grant from the command line or this session names exactly `key_text`.
+    fn exact_grant(&self, session: &str, key_text: &str) -> bool {
+        self.cli_grants.iter().any(|g| g.as_str() == key_text)
+            || self
+                .state
+                .session_grants(session)
+                .unwrap_or_default()
+                .iter()
+                .any(|g| g == key_text)
+    }
+
+    /// A read-only command is run without a prompt only when every argument that could be a
+    /// path stays in the scope (so `cat .env` or `cat /etc/shadow` still asks).
+    fn args_in_scope(&self, v: &Validated, k: &crate::exec::Keyed) -> bool {
+        let crate::exec::Plan::Argv(argv) = &k.plan else {
+            return false;
+        };
+        let cwd = v
+            .paths
+            .iter()
+            .find(|(f, _, _)| f == "cwd")
+            .map(|(_, _, p)| p.rel.clone())
+            .unwrap_or_else(|| ".".into());
+        argv[1..].iter().filter(|a| !a.starts_with('-')).all(|a| {
+            let raw = if a.starts_with('/') {
+                a.clone()
+            } else {
+                format!("{cwd}/{a}")
+            };
+            self.workspace.scope(&raw, scope::Access::Read).is_ok()
+        })
+    }
+
+    /// The command the exec capability may run for this call (the shell only).
+    fn approve_command(
+        &self,
+        info: &ToolInfo,
+        v: &Validated,
+        shell: Option<&crate::exec::Keyed>,
+        call_id: &str,
+    ) -> Result<Option<ApprovedCommand>, (Decision, Observation)> {
+        let Some(k) = shell else {
+            return Ok(None);
+        };
+        let cwd = match v.paths.iter().find(|(f, _, _)| f == "cwd") {
+            Some((_, _, p)) if p.host.is_dir() => p.host.clone(),
+            Some((_, _, p)) => {
+                return Err(error_decision(Observation::error(
+                    &info.name,
+                    call_id,
+                    "not-a-directory",
+                    format!("cwd `{}` is not a directory", p.rel),
+                    Some("give an existing directory inside the workspace".into()),
+                )))
+            }
+            None => self.workspace.root().to_path_buf(),
+        };
+        let ms = |field: &str| v.input.get(field).and_then(Value::as_u64);
+        let timeout = ms("timeout_ms")
+            .map(Duration::from_millis)
+            .unwrap_or(crate::exec::DEFAULT_TIMEOUT)
+            .min(crate::exec::MAX_TIMEOUT);
+        let auto_background = ms("auto_background_ms")
+            .map(Duration::from_millis)
+            .or_else(|| self.policy.shell.auto_background_secs.map(Duration::from_secs))
+            .unwrap_or(crate::exec::DEFAULT_AUTO_BACKGROUND);
+        Ok(Some(ApprovedCommand {
+            text: shell_text(&v.input),
+            plan: k.plan.clone(),
+            key: k.key.to_string(),
+            class: match k.class {
+                Class::ReadOnly => "read-only",
+                Class::Dangerous(_) => "dangerous",
+                _ => "normal",
+            },
+            cwd,
+            timeout,
+            auto_background,
+            background: v
+                .input
+                .get("run_in_background")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        }))
     }
 
     fn project_allow(
@@ -829,7 +992,29 @@ impl Gate {
                 writable: false,
             }],
             deny: Some(self.fs_deny.clone()),
+            exec: None,
         };
+        let mut limits = self.limits.clone();
+        if p.tool.info.ceiling == Ceiling::Session {
+            // Importing the exec capability: the shell gets its approved command, every such
+            // tool reaches this session's jobs, nothing else.
+            if let Some(a) = &p.exec {
+                // The guest waits in the host while the command runs: its deadline covers the
+                // command's own (the command is killed at its timeout by the host).
+                let wait = if a.background {
+                    crate::exec::BACKGROUND_GRACE
+                } else {
+                    a.auto_background.min(a.timeout)
+                };
+                limits.timeout = limits.timeout.max(wait + Duration::from_secs(30));
+            }
+            caps.exec = Some(ExecGrant {
+                approved: p.exec.clone(),
+                session: session.to_string(),
+                call_id: call_id.to_string(),
+                host: self.exec_host.clone(),
+            });
+        }
         for (scoped, current) in &p.before {
             let (Some(parent), Some(guest_parent)) =
                 (scoped.host.parent(), guest_parent(&scoped.guest))
@@ -889,7 +1074,7 @@ impl Gate {
         let input = p.input.to_string();
         let result = self
             .sandbox
-            .call(&p.tool.loaded, &caps, &self.limits, &input, &context)
+            .call(&p.tool.loaded, &caps, &limits, &input, &context)
             .await;
         let mut observation = match result {
             Err(e) => limit_or_crash(&name, call_id, e),
@@ -985,6 +1170,8 @@ struct Prepared {
     /// Each written path and, when it exists, its stamp and content before the call.
     before: Vec<WriteTarget>,
     decision: Decision,
+    /// For the shell: the one command the exec capability may run in this call.
+    exec: Option<ApprovedCommand>,
 }
 
 /// A call that passed stages 1–2.
@@ -1016,6 +1203,15 @@ fn error_decision(o: Observation) -> (Decision, Observation) {
         _ => "schema",
     };
     (Decision::new("error", stage, "input".into()), o)
+}
+
+/// The `command` field of a shell call.
+fn shell_text(input: &Value) -> String {
+    input
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// The key of a call, computed from what will run: writes key on the parent directory

@@ -100,6 +100,22 @@ pub struct Policy {
     pub hooks: Vec<HookSpec>,
     /// Whether shell commands must run confined (for the shell tool).
     pub require_confinement: bool,
+    /// The shell's settings besides confinement (`[shell]`).
+    pub shell: ShellPolicy,
+}
+
+/// `[shell]` settings: they can only make the shell stricter, except `network` and `env`,
+/// which give commands what the policy names.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShellPolicy {
+    /// Run commands with the network (no fresh network namespace).
+    pub network: bool,
+    /// Environment variables passed through besides the built-in allowlist.
+    pub env: Vec<String>,
+    /// Programs banned besides the built-in list.
+    pub banned: Vec<String>,
+    /// Seconds after which a running command becomes a background job (default 60).
+    pub auto_background_secs: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -130,6 +146,13 @@ struct LimitsFile {
 struct ShellFile {
     #[serde(default)]
     require_confinement: bool,
+    #[serde(default)]
+    network: bool,
+    #[serde(default)]
+    env: Vec<String>,
+    #[serde(default)]
+    banned: Vec<String>,
+    auto_background_secs: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -314,7 +337,20 @@ impl Policy {
             secrets: file.secrets,
             limits,
             hooks: file.hooks,
-            require_confinement: file.shell.map(|s| s.require_confinement).unwrap_or(false),
+            require_confinement: file
+                .shell
+                .as_ref()
+                .map(|s| s.require_confinement)
+                .unwrap_or(false),
+            shell: file
+                .shell
+                .map(|s| ShellPolicy {
+                    network: s.network,
+                    env: s.env,
+                    banned: s.banned,
+                    auto_background_secs: s.auto_background_secs,
+                })
+                .unwrap_or_default(),
         })
     }
 

@@ -176,13 +176,21 @@ impl KeyPattern {
         match (&self.target, &key.target) {
             (Target::Any, _) => true,
             (Target::Glob(_), None) => false,
+            // A shell key on a whole command text is matched only by that exact text (or by
+            // `shell` alone): a glob never stretches a program name over a compound command.
+            (Target::Glob(_), Some(t)) if key.tool == "shell" && t.contains(char::is_whitespace) => {
+                self.raw.split_once(':').is_some_and(|(_, raw)| raw == t)
+            }
             (Target::Glob(g), Some(t)) => {
                 // `write:src/**` also covers the directory key `write:src/` itself.
                 g.is_match(t) || (t.ends_with('/') && g.is_match(t.trim_end_matches('/')))
             }
-            (Target::Argv(words), _) => match &key.argv {
+            (Target::Argv(words), t) => match &key.argv {
                 Some(argv) => argv_matches(words, argv),
-                None => false,
+                // A compound command: only its exact text.
+                None => t
+                    .as_deref()
+                    .is_some_and(|t| self.raw.split_once(':').is_some_and(|(_, raw)| raw == t)),
             },
         }
     }

@@ -800,6 +800,7 @@ mod tests {
                 writable: true,
             }],
             deny: guarded.then(|| Arc::new(deny(root))),
+            exec: None,
         };
         let context = wit::CallContext {
             workspace_root: GUEST_ROOT.to_string(),

@@ -33,6 +33,17 @@ pub(crate) mod bindings {
 
 pub(crate) use bindings::toolgate::tool::types as wit;
 
+/// The WIT bindings of the host capabilities (`toolgate:host@0.1.0`): the `exec` interface.
+pub(crate) mod exec_bindings {
+    wasmtime::component::bindgen!({
+        path: "../tools-wit/wit/host/since_v0.1.0",
+        world: "exec-host",
+        imports: { default: async },
+    });
+}
+
+use exec_bindings::toolgate::host::exec as wexec;
+
 /// Calls that can run at the same time (instance slots in the pooling allocator). A call
 /// beyond this fails with an error instead of queueing without bound.
 const POOL_SLOTS: u32 = 128;
@@ -78,6 +89,8 @@ pub enum GuestResult {
     /// The tool reported a structured error.
     ToolError(wit::ToolError),
 }
+    /// What this call may do with the host exec capability (`None`: nothing).
+    exec: Option<crate::exec::ExecGrant>,
 
 /// The engine and linker shared by every call.
 pub struct Sandbox {
@@ -91,6 +104,52 @@ impl Drop for Sandbox {
     fn drop(&mut self) {
         self.stop_ticker.store(true, Ordering::Relaxed);
     }
+fn to_wit_outcome(o: crate::exec::Outcome) -> wexec::Outcome {
+    use crate::exec::run::State;
+    let stream = |s: crate::exec::run::StreamView| wexec::StreamOutput {
+        preview: s.preview,
+        truncated: s.truncated,
+        total_bytes: s.total_bytes,
+        total_lines: s.total_lines,
+    };
+    wexec::Outcome {
+        state: match o.state {
+            State::Exited => wexec::State::Exited,
+            State::Running => wexec::State::Running,
+            State::TimedOut => wexec::State::TimedOut,
+            State::Killed => wexec::State::Killed,
+        },
+        exit_code: o.exit_code,
+        signal: o.signal,
+        stdout: stream(o.stdout),
+        stderr: stream(o.stderr),
+        duration_ms: o.duration_ms,
+        job_id: o.job_id,
+        full_output_ref: o.full_output_ref,
+        data: o.data.to_string(),
+    }
+}
+
+impl wexec::Host for CallState {
+    async fn run(&mut self, cmd: wexec::Command) -> Result<wexec::Outcome, String> {
+        crate::exec::host_run(self.exec.as_mut(), &cmd.text, cmd.background)
+            .await
+            .map(to_wit_outcome)
+    }
+
+    async fn job_output(&mut self, job_id: String) -> Result<wexec::Outcome, String> {
+        crate::exec::host_job_output(self.exec.as_ref(), &job_id)
+            .await
+            .map(to_wit_outcome)
+    }
+
+    async fn job_kill(&mut self, job_id: String) -> Result<wexec::Outcome, String> {
+        crate::exec::host_job_kill(self.exec.as_ref(), &job_id)
+            .await
+            .map(to_wit_outcome)
+    }
+}
+
 }
 
 impl Sandbox {
@@ -158,6 +217,11 @@ impl Sandbox {
         let imports = component
             .component_type()
             .imports(&self.engine)
+        exec_bindings::ExecHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| Error::Sandbox(format!("linking toolgate:host/exec: {e:#}")))?;
             .map(|(name, _)| name.to_string())
             .collect();
         let instance_pre =
@@ -271,6 +335,7 @@ fn add_wasi_to_linker(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
         fsguard::GuardedFsView {
             inner: wasmtime_wasi::filesystem::WasiFilesystemCtxView {
                 ctx: s.wasi.filesystem(),
+                exec: caps.exec.clone(),
                 table: &mut s.table,
             },
             guard: &mut s.fsguard,

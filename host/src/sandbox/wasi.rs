@@ -27,6 +27,9 @@ pub struct Capabilities {
     /// What the guest may not touch inside the preopens below [`crate::gate::scope::GUEST_ROOT`]
     /// (`None`: everything in them).
     pub deny: Option<Arc<FsDeny>>,
+    /// The host exec capability for this call: the one approved command, or this session's
+    /// jobs (`None`: the exec functions refuse).
+    pub exec: Option<crate::exec::ExecGrant>,
 }
 
 impl Capabilities {

@@ -61,6 +61,27 @@ pub const BUILTINS: &[(&str, &[u8])] = &[
             "/toolgate_tool_multiedit.wasm"
         )),
     ),
+    (
+        "shell",
+        include_bytes!(concat!(
+            env!("TOOLGATE_GUEST_DIR"),
+            "/toolgate_tool_shell.wasm"
+        )),
+    ),
+    (
+        "job_output",
+        include_bytes!(concat!(
+            env!("TOOLGATE_GUEST_DIR"),
+            "/toolgate_tool_job_output.wasm"
+        )),
+    ),
+    (
+        "job_kill",
+        include_bytes!(concat!(
+            env!("TOOLGATE_GUEST_DIR"),
+            "/toolgate_tool_job_kill.wasm"
+        )),
+    ),
 ];
 
 /// Where the guest build put its components (test guests included).

@@ -1,0 +1,451 @@
+//! Spawning: a simple command runs as argv with its program looked up on the scrubbed PATH (no
+//! shell); a compound one runs as `bash -c` with exactly the approved text. Every command gets
+//! its own process group; a timeout kills the whole group; output is kept with exact totals
+//! and previewed head + tail, the full text saved under `.toolgate/outputs/`.
+
+use super::{confine, ApprovedCommand, ExecHost, Outcome, Plan};
+use crate::gate::scope::OUTPUTS_DIR;
+use crate::tools::observation::cut_head_tail;
+use serde_json::json;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Bytes of each stream kept in memory; beyond this only the totals grow.
+const KEEP_BYTES: usize = 32 << 20;
+
+/// How a process stands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum State {
+    /// Ran to completion.
+    #[default]
+    Exited,
+    /// Still running (a background job).
+    Running,
+    /// Killed at its timeout.
+    TimedOut,
+    /// Killed by `job_kill` (or when the gate closed).
+    Killed,
+}
+
+impl State {
+    /// The name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Exited => "exited",
+            State::Running => "running",
+            State::TimedOut => "timed-out",
+            State::Killed => "killed",
+        }
+    }
+}
+
+/// One stream's preview and totals.
+#[derive(Clone, Debug, Default)]
+pub struct StreamView {
+    /// Head + tail preview (the whole text when not truncated).
+    pub preview: String,
+    /// Whether the preview is cut.
+    pub truncated: bool,
+    /// Bytes in all.
+    pub total_bytes: u64,
+    /// Lines in all.
+    pub total_lines: u64,
+}
+
+#[derive(Default)]
+struct Stream {
+    kept: Vec<u8>,
+    total: u64,
+    newlines: u64,
+    last_byte: Option<u8>,
+    open: bool,
+}
+
+#[derive(Default)]
+struct Progress {
+    stdout: Stream,
+    stderr: Stream,
+    /// `(exit code, signal)` once the leader has been reaped.
+    status: Option<(Option<i32>, Option<i32>)>,
+    ended: Option<Instant>,
+    /// Why the host killed it, if it did.
+    killed: Option<State>,
+}
+
+/// A running (or finished) process group with its collected output.
+pub struct Process {
+    pgid: i32,
+    started: Instant,
+    shared: Arc<(Mutex<Progress>, Condvar)>,
+    /// The private temp dir, removed when the process is dropped.
+    _tmp: Option<tempfile::TempDir>,
+    /// Which confinement was applied.
+    pub confinement: confine::Confinement,
+    /// The text that runs.
+    pub text: String,
+}
+
+impl Process {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Progress> {
+        self.shared.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wait until the process ends or `deadline`; true when it ended.
+    pub fn wait_until(&self, deadline: Instant) -> bool {
+        let (lock, cv) = &*self.shared;
+        let mut p = lock.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if p.status.is_some() {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            p = cv
+                .wait_timeout(p, deadline - now)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+    }
+
+    /// Whether the leader has exited.
+    pub fn finished(&self) -> bool {
+        self.lock().status.is_some()
+    }
+
+    /// Kill the whole process group (`why`: timed out or killed) and wait for the leader.
+    pub fn kill(&self, why: State) {
+        {
+            let mut p = self.lock();
+            if p.status.is_none() && p.killed.is_none() {
+                p.killed = Some(why);
+            }
+        }
+        kill_group(self.pgid);
+        self.wait_until(Instant::now() + Duration::from_secs(5));
+    }
+
+    /// After the leader exits, whatever it left in its group is killed too, and the readers
+    /// are given a moment to drain the pipes.
+    fn settle(&self) {
+        kill_group(self.pgid);
+        let deadline = Instant::now() + Duration::from_millis(500);
+        let (lock, cv) = &*self.shared;
+        let mut p = lock.lock().unwrap_or_else(|p| p.into_inner());
+        while (p.stdout.open || p.stderr.open) && Instant::now() < deadline {
+            p = cv
+                .wait_timeout(p, Duration::from_millis(20))
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+    }
+
+    /// The outcome so far. `from` are byte offsets already shown (for incremental job output);
+    /// the views cover `from..`. Saves the full text when a preview is cut.
+    pub fn outcome(
+        &self,
+        from: (usize, usize),
+        budget: usize,
+        workspace: &Path,
+        save_as: &str,
+    ) -> (Outcome, (usize, usize)) {
+        if self.finished() {
+            self.settle();
+        }
+        let p = self.lock();
+        let state = match (p.status, p.killed) {
+            (None, _) => State::Running,
+            (Some(_), Some(why)) => why,
+            (Some(_), None) => State::Exited,
+        };
+        let half = (budget / 2).max(256);
+        let (out_text, out_all) = slice(&p.stdout, from.0);
+        let (err_text, err_all) = slice(&p.stderr, from.1);
+        let mut full_output_ref = None;
+        let stdout_cut = cut(&out_text, half);
+        let stderr_cut = cut(&err_text, half);
+        if stdout_cut.is_some() || stderr_cut.is_some() || !out_all || !err_all {
+            let rel = format!("{OUTPUTS_DIR}/{save_as}.txt");
+            let file = workspace.join(&rel);
+            let body = format!("--- stdout ---\n{out_text}\n--- stderr ---\n{err_text}\n");
+            let saved = file
+                .parent()
+                .map(std::fs::create_dir_all)
+                .unwrap_or(Ok(()))
+                .and_then(|_| crate::fsutil::write_atomic(&file, body.as_bytes()));
+            if saved.is_ok() {
+                full_output_ref = Some(rel);
+            }
+        }
+        let reference = full_output_ref.clone().unwrap_or_else(|| "(not saved)".into());
+        let view = |s: &Stream, text: String, cutv: Option<()>, from: usize| {
+            let shown = s.total.saturating_sub(from as u64);
+            StreamView {
+                truncated: cutv.is_some() || shown > text.len() as u64,
+                preview: match cutv {
+                    Some(()) => cut_head_tail(&text, half, &reference).unwrap_or(text),
+                    None => text,
+                },
+                total_bytes: shown,
+                total_lines: if from == 0 {
+                    lines(s)
+                } else {
+                    let chunk = &s.kept[from.min(s.kept.len())..];
+                    count_lines(chunk)
+                },
+            }
+        };
+        let stdout = view(&p.stdout, out_text.clone(), stdout_cut, from.0);
+        let stderr = view(&p.stderr, err_text.clone(), stderr_cut, from.1);
+        let (exit_code, signal) = p.status.unwrap_or((None, None));
+        let end = p.ended.unwrap_or_else(Instant::now);
+        let offsets = (p.stdout.kept.len(), p.stderr.kept.len());
+        let outcome = Outcome {
+            state,
+            exit_code,
+            signal,
+            stdout,
+            stderr,
+            duration_ms: u64::try_from(end.duration_since(self.started).as_millis())
+                .unwrap_or(u64::MAX),
+            job_id: None,
+            full_output_ref,
+            data: json!({ "confinement": self.confinement.to_json() }),
+        };
+        (outcome, offsets)
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if !self.finished() {
+            kill_group(self.pgid);
+        }
+    }
+}
+
+fn slice(s: &Stream, from: usize) -> (String, bool) {
+    let from = from.min(s.kept.len());
+    let text = String::from_utf8_lossy(&s.kept[from..]).into_owned();
+    (text, s.total == s.kept.len() as u64)
+}
+
+fn cut(text: &str, max: usize) -> Option<()> {
+    (text.len() > max).then_some(())
+}
+
+fn count_lines(bytes: &[u8]) -> u64 {
+    let n = bytes.iter().filter(|b| **b == b'\n').count() as u64;
+    n + u64::from(bytes.last().is_some_and(|b| *b != b'\n'))
+}
+
+fn lines(s: &Stream) -> u64 {
+    s.newlines + u64::from(s.last_byte.is_some_and(|b| b != b'\n'))
+}
+
+fn kill_group(pgid: i32) {
+    #[cfg(unix)]
+    {
+        if let Some(pid) = rustix::process::Pid::from_raw(pgid) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+/// PATH entries a command may use: absolute, existing, and not inside the workspace (a file the
+/// model wrote must never run under another program's name).
+pub fn clean_path(path: &str, workspace: &Path) -> Vec<PathBuf> {
+    path.split(':')
+        .filter(|e| e.starts_with('/'))
+        .map(PathBuf::from)
+        .filter(|p| p.is_dir())
+        .filter(|p| {
+            let canon = p.canonicalize().unwrap_or_else(|_| p.clone());
+            !canon.starts_with(workspace)
+        })
+        .collect()
+}
+
+/// Find `program` (a bare name) on `dirs`.
+pub fn lookup(program: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    dirs.iter().map(|d| d.join(program)).find(|p| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// Start the approved command. The returned process is already being read and reaped.
+pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, String> {
+    let tmp = tempfile::Builder::new()
+        .prefix("toolgate-shell-")
+        .tempdir()
+        .map_err(|e| format!("creating the private temp dir: {e}"))?;
+    let env = confine::scrubbed_env(&host.config, &host.workspace, tmp.path());
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let dirs = clean_path(&path, &host.workspace);
+    let mut cmd = match &approved.plan {
+        Plan::Argv(argv) => {
+            let program = lookup(&argv[0], &dirs).ok_or_else(|| {
+                format!("`{}` was not found on PATH (commands run without a shell; a shell builtin or function needs `bash -c`-style syntax)", argv[0])
+            })?;
+            let mut c = Command::new(program);
+            std::os::unix::process::CommandExt::arg0(&mut c, &argv[0]);
+            c.args(&argv[1..]);
+            c
+        }
+        Plan::Bash(text) => {
+            let bash = lookup("bash", &dirs).unwrap_or_else(|| PathBuf::from("/bin/bash"));
+            let mut c = Command::new(bash);
+            c.arg("-c").arg(text);
+            c
+        }
+    };
+    cmd.current_dir(&approved.cwd)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let confinement = confine::install(&mut cmd, &host.workspace, tmp.path(), host.config.network)?;
+    if host.config.require_confinement && !confinement.complete() {
+        return Err(format!(
+            "the policy requires confinement and it is not available here ({})",
+            confinement.missing().join(", ")
+        ));
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("could not start the command: {e}"))?;
+    let pgid = i32::try_from(child.id()).unwrap_or(i32::MAX);
+    let shared: Arc<(Mutex<Progress>, Condvar)> = Arc::new(Default::default());
+    {
+        let mut p = shared.0.lock().unwrap_or_else(|p| p.into_inner());
+        p.stdout.open = true;
+        p.stderr.open = true;
+    }
+    let readers: [(Option<Box<dyn Read + Send>>, bool); 2] = [
+        (child.stdout.take().map(|s| Box::new(s) as _), true),
+        (child.stderr.take().map(|s| Box::new(s) as _), false),
+    ];
+    for (reader, is_out) in readers {
+        let Some(mut reader) = reader else { continue };
+        let shared = shared.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 16 << 10];
+            loop {
+                let n = reader.read(&mut buf).unwrap_or(0);
+                let (lock, cv) = &*shared;
+                let mut p = lock.lock().unwrap_or_else(|p| p.into_inner());
+                let s = if is_out { &mut p.stdout } else { &mut p.stderr };
+                if n == 0 {
+                    s.open = false;
+                    cv.notify_all();
+                    return;
+                }
+                let chunk = &buf[..n];
+                s.total += n as u64;
+                s.newlines += chunk.iter().filter(|b| **b == b'\n').count() as u64;
+                s.last_byte = chunk.last().copied();
+                let room = KEEP_BYTES.saturating_sub(s.kept.len());
+                s.kept.extend_from_slice(&chunk[..n.min(room)]);
+            }
+        });
+    }
+    {
+        let shared = shared.clone();
+        std::thread::spawn(move || {
+            use std::os::unix::process::ExitStatusExt;
+            let status = child.wait();
+            let (lock, cv) = &*shared;
+            let mut p = lock.lock().unwrap_or_else(|p| p.into_inner());
+            p.status = Some(match status {
+                Ok(s) => (s.code(), s.signal()),
+                Err(_) => (None, None),
+            });
+            p.ended = Some(Instant::now());
+            cv.notify_all();
+        });
+    }
+    let process = Process {
+        pgid,
+        started: Instant::now(),
+        shared,
+        _tmp: Some(tmp),
+        confinement,
+        text: approved.text.clone(),
+    };
+    // The hard timeout: a watchdog kills the group even when nobody is waiting (a job).
+    Ok(process)
+}
+
+/// Run the approved command: wait for it, or hand it to the job table when it is a background
+/// command or runs past the auto-background threshold; kill the group at the timeout.
+pub fn run_approved(
+    host: &Arc<ExecHost>,
+    session: &str,
+    call_id: &str,
+    approved: ApprovedCommand,
+) -> Result<Outcome, String> {
+    let process = Arc::new(spawn(host, &approved)?);
+    let started = Instant::now();
+    let hard = started + approved.timeout;
+    {
+        let p = Arc::downgrade(&process);
+        std::thread::spawn(move || {
+            let Some(proc_) = p.upgrade() else { return };
+            if !proc_.wait_until(hard) {
+                proc_.kill(State::TimedOut);
+            }
+        });
+    }
+    let wait = if approved.background {
+        super::BACKGROUND_GRACE
+    } else {
+        approved.auto_background
+    };
+    let soft = started + wait;
+    let ended = process.wait_until(soft.min(hard));
+    if !ended && Instant::now() < hard {
+        // Still running: it becomes a job.
+        let job_id = host.jobs.add(session, process.clone(), approved.timeout);
+        let (mut outcome, offsets) =
+            process.outcome((0, 0), host.config.output_budget, &host.workspace, call_id);
+        host.jobs.mark_read(&job_id, offsets);
+        outcome.job_id = Some(job_id);
+        decorate(&mut outcome, &approved);
+        return Ok(outcome);
+    }
+    if !ended {
+        process.kill(State::TimedOut);
+    }
+    let (mut outcome, _) =
+        process.outcome((0, 0), host.config.output_budget, &host.workspace, call_id);
+    decorate(&mut outcome, &approved);
+    Ok(outcome)
+}
+
+fn decorate(outcome: &mut Outcome, approved: &ApprovedCommand) {
+    if let Some(map) = outcome.data.as_object_mut() {
+        map.insert("command".into(), json!(approved.text));
+        map.insert("key".into(), json!(approved.key));
+        map.insert("class".into(), json!(approved.class));
+        map.insert(
+            "ran_as".into(),
+            match &approved.plan {
+                Plan::Argv(argv) => json!({ "argv": argv }),
+                Plan::Bash(_) => json!("bash -c"),
+            },
+        );
+        map.insert("timeout_ms".into(), json!(approved.timeout.as_millis() as u64));
+    }
+}
