@@ -14,3 +14,4 @@ mod state;
 mod tools_edit;
 mod tools_read;
 mod tools_search;
+mod shell;

@@ -23,7 +23,10 @@ impl Tool for T {
     }
 
     fn call(input: Value, _cx: &Context) -> Result<Output, ToolError> {
-        let id = input.get("job_id").and_then(Value::as_str).unwrap_or_default();
+        let id = input
+            .get("job_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let outcome = exec::job_kill(id).map_err(|m| ToolError::new("no-such-job", m))?;
         Ok(exec::to_output(outcome, id))
     }

@@ -10,8 +10,8 @@ pub mod __wit {
     });
 }
 
-pub use __wit::toolgate::host::exec::{Command, Outcome, State, StreamOutput};
 use crate::{json, Output, ToolError, Value};
+pub use __wit::toolgate::host::exec::{Command, Outcome, State, StreamOutput};
 
 /// Run the approved command.
 pub fn run(cmd: &Command) -> Result<Outcome, String> {
@@ -91,10 +91,34 @@ pub fn to_output(o: Outcome, what: &str) -> Output {
     let shown_err = o.stderr.preview.len() as u64;
     Output::new(summary, content)
         .truncated(o.stdout.truncated || o.stderr.truncated)
-        .total("stdout_bytes", o.stdout.total_bytes, shown_out.min(o.stdout.total_bytes))
-        .total("stderr_bytes", o.stderr.total_bytes, shown_err.min(o.stderr.total_bytes))
-        .total("stdout_lines", o.stdout.total_lines, if o.stdout.truncated { 0 } else { o.stdout.total_lines })
-        .total("stderr_lines", o.stderr.total_lines, if o.stderr.truncated { 0 } else { o.stderr.total_lines })
+        .total(
+            "stdout_bytes",
+            o.stdout.total_bytes,
+            shown_out.min(o.stdout.total_bytes),
+        )
+        .total(
+            "stderr_bytes",
+            o.stderr.total_bytes,
+            shown_err.min(o.stderr.total_bytes),
+        )
+        .total(
+            "stdout_lines",
+            o.stdout.total_lines,
+            if o.stdout.truncated {
+                0
+            } else {
+                o.stdout.total_lines
+            },
+        )
+        .total(
+            "stderr_lines",
+            o.stderr.total_lines,
+            if o.stderr.truncated {
+                0
+            } else {
+                o.stderr.total_lines
+            },
+        )
         .data(data)
 }
 

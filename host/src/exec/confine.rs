@@ -164,7 +164,9 @@ mod linux {
         path_beneath_rules, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr,
         RulesetCreatedAttr, ABI,
     };
-    use rustix::mount::{mount_bind, mount_change, mount_remount, MountFlags, MountPropagationFlags};
+    use rustix::mount::{
+        mount_bind, mount_change, mount_remount, MountFlags, MountPropagationFlags,
+    };
     use rustix::thread::UnshareFlags;
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
@@ -183,7 +185,10 @@ mod linux {
             .map_err(|e| e.to_string())?
             .add_rules(path_beneath_rules(allowed, write))
             .map_err(|e| e.to_string())?
-            .add_rules(path_beneath_rules(["/dev/null"], AccessFs::WriteFile | AccessFs::Truncate))
+            .add_rules(path_beneath_rules(
+                ["/dev/null"],
+                AccessFs::WriteFile | AccessFs::Truncate,
+            ))
             .map_err(|e| e.to_string())
     }
 
@@ -248,7 +253,11 @@ mod linux {
         } else {
             None
         };
-        let protect = if want.mountns { protected(workspace) } else { Vec::new() };
+        let protect = if want.mountns {
+            protected(workspace)
+        } else {
+            Vec::new()
+        };
         let mut flags = UnshareFlags::empty();
         if want.netns {
             flags |= UnshareFlags::NEWNET;
@@ -269,19 +278,26 @@ mod linux {
                     rustix::thread::unshare_unsafe(flags)?;
                 }
                 if !protect.is_empty() {
-                    mount_change(root, MountPropagationFlags::PRIVATE | MountPropagationFlags::REC)?;
+                    mount_change(
+                        root,
+                        MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
+                    )?;
                     for p in &protect {
                         mount_bind(p.as_c_str(), p.as_c_str())?;
                         mount_remount(
                             p.as_c_str(),
-                            MountFlags::BIND | MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV,
+                            MountFlags::BIND
+                                | MountFlags::RDONLY
+                                | MountFlags::NOSUID
+                                | MountFlags::NODEV,
                             empty,
                         )?;
                     }
                 }
                 if let Some(r) = rules.take() {
-                    r.restrict_self()
-                        .map_err(|_| std::io::Error::from_raw_os_error(rustix::io::Errno::PERM.raw_os_error()))?;
+                    r.restrict_self().map_err(|_| {
+                        std::io::Error::from_raw_os_error(rustix::io::Errno::PERM.raw_os_error())
+                    })?;
                 }
                 Ok(())
             });

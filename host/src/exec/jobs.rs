@@ -55,7 +55,10 @@ impl JobTable {
 
     /// How many jobs are running now.
     pub fn running(&self) -> usize {
-        self.lock().values().filter(|j| !j.process.finished()).count()
+        self.lock()
+            .values()
+            .filter(|j| !j.process.finished())
+            .count()
     }
 
     fn get(&self, session: &str, id: &str) -> Result<(Arc<Process>, (usize, usize), u64), String> {
@@ -117,7 +120,10 @@ impl JobTable {
                 .filter(|(_, j)| j.session == session)
                 .map(|(id, _)| id.clone())
                 .collect();
-            ids.iter().filter_map(|id| jobs.remove(id)).map(|j| j.process).collect()
+            ids.iter()
+                .filter_map(|id| jobs.remove(id))
+                .map(|j| j.process)
+                .collect()
         };
         for p in doomed {
             p.kill(State::Killed);

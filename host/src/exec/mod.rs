@@ -276,7 +276,10 @@ pub async fn host_job_output(grant: Option<&ExecGrant>, job_id: &str) -> Result<
     let Some(grant) = grant else {
         return Err("refused: this tool was not granted the exec capability".into());
     };
-    grant.host.jobs.output(&grant.host, &grant.session, job_id, &grant.call_id)
+    grant
+        .host
+        .jobs
+        .output(&grant.host, &grant.session, job_id, &grant.call_id)
 }
 
 /// The `job-kill` host function.
@@ -285,7 +288,11 @@ pub async fn host_job_kill(grant: Option<&ExecGrant>, job_id: &str) -> Result<Ou
         return Err("refused: this tool was not granted the exec capability".into());
     };
     let host = grant.host.clone();
-    let (session, id, call_id) = (grant.session.clone(), job_id.to_string(), grant.call_id.clone());
+    let (session, id, call_id) = (
+        grant.session.clone(),
+        job_id.to_string(),
+        grant.call_id.clone(),
+    );
     tokio::task::spawn_blocking(move || host.jobs.kill(&host, &session, &id, &call_id))
         .await
         .map_err(|e| format!("the exec worker failed: {e}"))?

@@ -28,11 +28,52 @@ pub enum Class {
 
 /// Programs that run another command given as arguments: never keyed on their own name.
 pub const WRAPPERS: &[&str] = &[
-    "env", "nohup", "timeout", "xargs", "sudo", "doas", "su", "sh", "bash", "zsh", "dash",
-    "ksh", "fish", "csh", "tcsh", "eval", "exec", "command", "builtin", "nice", "ionice",
-    "stdbuf", "setsid", "chroot", "strace", "ltrace", "time", "watch", "script", "busybox",
-    "unshare", "nsenter", "flock", "parallel", "chrt", "taskset", "systemd-run", "runuser",
-    "sg", "newgrp", "firejail", "expect", "caffeinate", "unbuffer", "proxychains", "torsocks",
+    "env",
+    "nohup",
+    "timeout",
+    "xargs",
+    "sudo",
+    "doas",
+    "su",
+    "sh",
+    "bash",
+    "zsh",
+    "dash",
+    "ksh",
+    "fish",
+    "csh",
+    "tcsh",
+    "eval",
+    "exec",
+    "command",
+    "builtin",
+    "nice",
+    "ionice",
+    "stdbuf",
+    "setsid",
+    "chroot",
+    "strace",
+    "ltrace",
+    "time",
+    "watch",
+    "script",
+    "busybox",
+    "unshare",
+    "nsenter",
+    "flock",
+    "parallel",
+    "chrt",
+    "taskset",
+    "systemd-run",
+    "runuser",
+    "sg",
+    "newgrp",
+    "firejail",
+    "expect",
+    "caffeinate",
+    "unbuffer",
+    "proxychains",
+    "torsocks",
 ];
 
 /// Programs denied in every mode, with why.
@@ -98,19 +139,64 @@ const BANNED: &[(&str, &str)] = &[
 /// Program + argument combinations denied in every mode: (program, subcommand or `None`,
 /// options any of which bans it, or none for "the subcommand alone", why).
 const BANNED_ARGS: &[(&str, Option<&str>, &[&str], &str)] = &[
-    ("go", Some("test"), &["-exec", "-toolexec"], "runs an arbitrary program through the test"),
-    ("go", Some("run"), &["-exec", "-toolexec"], "runs an arbitrary program"),
-    ("go", Some("build"), &["-toolexec"], "runs an arbitrary program"),
+    (
+        "go",
+        Some("test"),
+        &["-exec", "-toolexec"],
+        "runs an arbitrary program through the test",
+    ),
+    (
+        "go",
+        Some("run"),
+        &["-exec", "-toolexec"],
+        "runs an arbitrary program",
+    ),
+    (
+        "go",
+        Some("build"),
+        &["-toolexec"],
+        "runs an arbitrary program",
+    ),
     ("go", Some("install"), &[], "a global package install"),
     ("go", Some("get"), &[], "a global package install"),
     ("cargo", Some("install"), &[], "a global package install"),
-    ("npm", Some("install"), &["-g", "--global"], "a global package install"),
-    ("npm", Some("i"), &["-g", "--global"], "a global package install"),
-    ("npm", Some("uninstall"), &["-g", "--global"], "a global package change"),
-    ("pnpm", Some("add"), &["-g", "--global"], "a global package install"),
+    (
+        "npm",
+        Some("install"),
+        &["-g", "--global"],
+        "a global package install",
+    ),
+    (
+        "npm",
+        Some("i"),
+        &["-g", "--global"],
+        "a global package install",
+    ),
+    (
+        "npm",
+        Some("uninstall"),
+        &["-g", "--global"],
+        "a global package change",
+    ),
+    (
+        "pnpm",
+        Some("add"),
+        &["-g", "--global"],
+        "a global package install",
+    ),
     ("yarn", Some("global"), &[], "a global package install"),
-    ("pip", Some("install"), &["--user", "--break-system-packages"], "a global package install"),
-    ("pip3", Some("install"), &["--user", "--break-system-packages"], "a global package install"),
+    (
+        "pip",
+        Some("install"),
+        &["--user", "--break-system-packages"],
+        "a global package install",
+    ),
+    (
+        "pip3",
+        Some("install"),
+        &["--user", "--break-system-packages"],
+        "a global package install",
+    ),
     ("gem", Some("install"), &[], "a global package install"),
     ("brew", Some("install"), &[], "a global package install"),
     ("brew", Some("uninstall"), &[], "a global package change"),
@@ -123,27 +209,78 @@ const BANNED_ARGS: &[(&str, Option<&str>, &[&str], &str)] = &[
     ("apt-get", Some("remove"), &[], "a system package change"),
     ("apt-get", Some("purge"), &[], "a system package change"),
     ("apt-get", Some("upgrade"), &[], "a system package change"),
-    ("apt-get", Some("dist-upgrade"), &[], "a system package change"),
+    (
+        "apt-get",
+        Some("dist-upgrade"),
+        &[],
+        "a system package change",
+    ),
     ("dnf", Some("install"), &[], "a system package install"),
     ("yum", Some("install"), &[], "a system package install"),
-    ("pacman", None, &["-S", "-Syu", "-R", "-U"], "a system package change"),
+    (
+        "pacman",
+        None,
+        &["-S", "-Syu", "-R", "-U"],
+        "a system package change",
+    ),
     ("apk", Some("add"), &[], "a system package install"),
     ("zypper", Some("install"), &[], "a system package install"),
-    ("git", Some("config"), &["--global", "--system"], "changes configuration outside the workspace"),
+    (
+        "git",
+        Some("config"),
+        &["--global", "--system"],
+        "changes configuration outside the workspace",
+    ),
     ("date", None, &["-s", "--set"], "changes the system clock"),
 ];
 
 /// Options that make a command run another program (or write somewhere unexpected): the command
 /// is keyed on its whole text. (program, subcommand or `None`, options.)
 const EXACT_TEXT_ARGS: &[(&str, Option<&str>, &[&str])] = &[
-    ("find", None, &["-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"]),
+    (
+        "find",
+        None,
+        &[
+            "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf",
+            "-fls",
+        ],
+    ),
     ("rg", None, &["--pre"]),
-    ("git", None, &["-c", "--config-env", "--exec-path", "--git-dir", "--work-tree", "--textconv", "--ext-diff", "--upload-pack", "--receive-pack", "--exec", "--extcmd", "-x"]),
+    (
+        "git",
+        None,
+        &[
+            "-c",
+            "--config-env",
+            "--exec-path",
+            "--git-dir",
+            "--work-tree",
+            "--textconv",
+            "--ext-diff",
+            "--upload-pack",
+            "--receive-pack",
+            "--exec",
+            "--extcmd",
+            "-x",
+        ],
+    ),
     ("git", Some("difftool"), &[]),
     ("git", Some("mergetool"), &[]),
     ("git", Some("bisect"), &["run"]),
     ("sort", None, &["--compress-program"]),
-    ("tar", None, &["--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script", "-F", "--rsh-command"]),
+    (
+        "tar",
+        None,
+        &[
+            "--to-command",
+            "--use-compress-program",
+            "-I",
+            "--checkpoint-action",
+            "--info-script",
+            "-F",
+            "--rsh-command",
+        ],
+    ),
     ("zip", None, &["-TT", "--unzip-command"]),
 ];
 
@@ -151,21 +288,56 @@ const EXACT_TEXT_ARGS: &[(&str, Option<&str>, &[&str])] = &[
 /// empty: the subcommand alone, why).
 const DANGEROUS: &[(&str, Option<&str>, &[&str], &str)] = &[
     ("git", Some("push"), &[], "publishes commits"),
-    ("git", Some("reset"), &["--hard", "--merge", "--keep"], "discards work"),
+    (
+        "git",
+        Some("reset"),
+        &["--hard", "--merge", "--keep"],
+        "discards work",
+    ),
     ("git", Some("clean"), &[], "deletes untracked files"),
-    ("git", Some("checkout"), &["-f", "--force", "--", "."], "discards work"),
+    (
+        "git",
+        Some("checkout"),
+        &["-f", "--force", "--", "."],
+        "discards work",
+    ),
     ("git", Some("restore"), &[], "discards work"),
-    ("git", Some("branch"), &["-D", "-d", "--delete", "-f", "--force"], "deletes branches"),
+    (
+        "git",
+        Some("branch"),
+        &["-D", "-d", "--delete", "-f", "--force"],
+        "deletes branches",
+    ),
     ("git", Some("stash"), &["drop", "clear"], "discards stashes"),
     ("git", Some("rebase"), &[], "rewrites history"),
     ("git", Some("filter-branch"), &[], "rewrites history"),
     ("git", Some("update-ref"), &[], "rewrites refs"),
-    ("git", Some("reflog"), &["expire", "delete"], "discards history"),
+    (
+        "git",
+        Some("reflog"),
+        &["expire", "delete"],
+        "discards history",
+    ),
     ("git", Some("commit"), &["--amend"], "rewrites history"),
-    ("rm", None, &["-r", "-R", "--recursive", "-f", "--force"], "deletes recursively or by force"),
+    (
+        "rm",
+        None,
+        &["-r", "-R", "--recursive", "-f", "--force"],
+        "deletes recursively or by force",
+    ),
     ("find", None, &["-delete"], "deletes files"),
-    ("chmod", None, &["-R", "--recursive"], "changes permissions recursively"),
-    ("chown", None, &["-R", "--recursive"], "changes ownership recursively"),
+    (
+        "chmod",
+        None,
+        &["-R", "--recursive"],
+        "changes permissions recursively",
+    ),
+    (
+        "chown",
+        None,
+        &["-R", "--recursive"],
+        "changes ownership recursively",
+    ),
     ("kill", None, &[], "signals host processes"),
     ("pkill", None, &[], "signals host processes"),
     ("killall", None, &[], "signals host processes"),
@@ -219,7 +391,13 @@ const READ_ONLY: &[(&str, &[&str])] = &[
     ("uptime", &[]),
     ("date", &["-s", "--set"]),
     ("sort", &["-o", "--output", "--compress-program"]),
-    ("find", &["-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"]),
+    (
+        "find",
+        &[
+            "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf",
+            "-fls",
+        ],
+    ),
     ("tr", &[]),
     ("od", &[]),
     ("hexdump", &[]),
@@ -228,13 +406,31 @@ const READ_ONLY: &[(&str, &[&str])] = &[
 
 /// git subcommands that only read (with the options that would make them write or execute).
 const GIT_READ_ONLY: &[&str] = &[
-    "status", "diff", "log", "show", "blame", "rev-parse", "ls-files", "ls-tree", "describe",
-    "shortlog", "cat-file", "grep", "rev-list", "merge-base",
+    "status",
+    "diff",
+    "log",
+    "show",
+    "blame",
+    "rev-parse",
+    "ls-files",
+    "ls-tree",
+    "describe",
+    "shortlog",
+    "cat-file",
+    "grep",
+    "rev-list",
+    "merge-base",
 ];
 
 /// Options that make a read-only git subcommand write or run something.
-const GIT_NOT_READ_ONLY_OPTS: &[&str] =
-    &["--output", "-o", "--textconv", "--ext-diff", "-O", "--open-files-in-pager"];
+const GIT_NOT_READ_ONLY_OPTS: &[&str] = &[
+    "--output",
+    "-o",
+    "--textconv",
+    "--ext-diff",
+    "-O",
+    "--open-files-in-pager",
+];
 
 /// Whether `arg` is the option `opt` (`--opt`, `--opt=value`, or a short flag `-x` possibly
 /// combined with others like `-rf`).
@@ -242,7 +438,7 @@ pub fn has_opt(arg: &str, opt: &str) -> bool {
     if arg == opt {
         return true;
     }
-    if opt.starts_with("--") {
+    if opt.starts_with("--") || opt.len() > 2 {
         return arg
             .strip_prefix(opt)
             .is_some_and(|rest| rest.starts_with('='));
@@ -284,12 +480,7 @@ fn subcommand(argv: &[String]) -> Option<&str> {
     None
 }
 
-fn table_hit(
-    argv: &[String],
-    program: &str,
-    sub: Option<&str>,
-    opts: &[&str],
-) -> bool {
+fn table_hit(argv: &[String], program: &str, sub: Option<&str>, opts: &[&str]) -> bool {
     if program_name(&argv[0]) != program {
         return false;
     }
@@ -301,9 +492,10 @@ fn table_hit(
     if opts.is_empty() {
         return true;
     }
-    argv[1..]
-        .iter()
-        .any(|a| opts.iter().any(|o| has_opt(a, o) || (!o.starts_with('-') && a == o)))
+    argv[1..].iter().any(|a| {
+        opts.iter()
+            .any(|o| has_opt(a, o) || (!o.starts_with('-') && a == o))
+    })
 }
 
 /// Whether a word assigns a loader-injection variable (`LD_PRELOAD=x.so`, `DYLD_…=`).
@@ -355,7 +547,9 @@ pub fn banned(argv: &[String], extra: &[String]) -> Option<String> {
         let next = cmd[1..].iter().position(|w| {
             !w.starts_with('-')
                 && !w.contains('=')
-                && !w.chars().all(|c| c.is_ascii_digit() || c == '.' || c == 's' || c == 'm')
+                && !w
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || c == '.' || c == 's' || c == 'm')
         });
         match next {
             Some(i) => start += i + 1,
@@ -372,7 +566,9 @@ pub fn exact_text(argv: &[String]) -> Option<String> {
     }
     for (p, sub, opts) in EXACT_TEXT_ARGS {
         if table_hit(argv, p, *sub, opts) {
-            return Some(format!("`{p}` with these options runs or changes more than itself"));
+            return Some(format!(
+                "`{p}` with these options runs or changes more than itself"
+            ));
         }
     }
     None
@@ -411,17 +607,27 @@ pub fn read_only(argv: &[String]) -> bool {
             && match sub {
                 s if GIT_READ_ONLY.contains(&s) => true,
                 "branch" => args.iter().all(|a| {
-                    ["-a", "-r", "-v", "-vv", "--list", "-l", "--show-current", "--all", "--remotes"]
-                        .contains(&a.as_str())
+                    [
+                        "-a",
+                        "-r",
+                        "-v",
+                        "-vv",
+                        "--list",
+                        "-l",
+                        "--show-current",
+                        "--all",
+                        "--remotes",
+                    ]
+                    .contains(&a.as_str())
                 }),
                 "tag" => args.iter().all(|a| a == "-l" || a == "--list"),
                 "remote" => args.iter().all(|a| a == "-v"),
                 _ => false,
             };
     }
-    READ_ONLY.iter().any(|(p, bad)| {
-        *p == name && !argv[1..].iter().any(|a| bad.iter().any(|o| has_opt(a, o)))
-    })
+    READ_ONLY
+        .iter()
+        .any(|(p, bad)| *p == name && !argv[1..].iter().any(|a| bad.iter().any(|o| has_opt(a, o))))
 }
 
 fn subcommand_index(argv: &[String]) -> usize {
@@ -487,7 +693,11 @@ pub fn segments(text: &str) -> Vec<Vec<String>> {
             }
             let skip = seg
                 .iter()
-                .take_while(|w| w.split_once('=').is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')))
+                .take_while(|w| {
+                    w.split_once('=').is_some_and(|(n, _)| {
+                        !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    })
+                })
                 .count();
             seg[skip..].to_vec()
         })
@@ -507,19 +717,41 @@ mod tests {
     #[test]
     fn banned_table() {
         let yes = [
-            "curl https://x", "wget x", "ssh host", "sudo ls", "env curl x", "nohup curl x",
-            "timeout 5 wget x", "xargs ssh", "go test -exec x ./...", "go test ./... -exec=sh",
-            "npm install -g x", "npm i --global x", "cargo install ripgrep", "date -s 2020-01-01",
-            "date --set=2020-01-01", "env LD_PRELOAD=x.so ls", "apt-get install x",
-            "git config --global user.name x", "systemctl stop x", "mount /dev/x /mnt",
+            "curl https://x",
+            "wget x",
+            "ssh host",
+            "sudo ls",
+            "env curl x",
+            "nohup curl x",
+            "timeout 5 wget x",
+            "xargs ssh",
+            "go test -exec x ./...",
+            "go test ./... -exec=sh",
+            "npm install -g x",
+            "npm i --global x",
+            "cargo install ripgrep",
+            "date -s 2020-01-01",
+            "date --set=2020-01-01",
+            "env LD_PRELOAD=x.so ls",
+            "apt-get install x",
+            "git config --global user.name x",
+            "systemctl stop x",
+            "mount /dev/x /mnt",
             "/usr/bin/curl x",
         ];
         for c in yes {
             assert!(banned(&v(c), &[]).is_some(), "{c} should be banned");
         }
         let no = [
-            "go test ./...", "npm install", "cargo test", "date", "git config user.name x",
-            "echo curl", "ls -la", "env", "git status",
+            "go test ./...",
+            "npm install",
+            "cargo test",
+            "date",
+            "git config user.name x",
+            "echo curl",
+            "ls -la",
+            "env",
+            "git status",
         ];
         for c in no {
             assert_eq!(banned(&v(c), &[]), None, "{c} should not be banned");
@@ -530,15 +762,35 @@ mod tests {
     #[test]
     fn exact_text_table() {
         let yes = [
-            "env GIT_EXTERNAL_DIFF=/tmp/x git diff", "env rm -rf x", "nohup make",
-            "git -c core.pager=sh git log", "git diff --textconv", "git log --ext-diff",
-            "find . -delete", "find . -exec rm {} ;", "rg --pre sh x", "rg --pre=sh x",
-            "xargs rm", "bash -c ls", "sh x.sh", "timeout 5 make", "git difftool",
+            "env GIT_EXTERNAL_DIFF=/tmp/x git diff",
+            "env rm -rf x",
+            "nohup make",
+            "git -c core.pager=sh git log",
+            "git diff --textconv",
+            "git log --ext-diff",
+            "find . -delete",
+            "find . -exec rm {} ;",
+            "rg --pre sh x",
+            "rg --pre=sh x",
+            "xargs rm",
+            "bash -c ls",
+            "sh x.sh",
+            "timeout 5 make",
+            "git difftool",
         ];
         for c in yes {
-            assert!(exact_text(&v(c)).is_some(), "{c} should be keyed on its text");
+            assert!(
+                exact_text(&v(c)).is_some(),
+                "{c} should be keyed on its text"
+            );
         }
-        let no = ["git status", "git diff", "rg -n foo", "find . -name x", "cargo test --all"];
+        let no = [
+            "git status",
+            "git diff",
+            "rg -n foo",
+            "find . -name x",
+            "cargo test --all",
+        ];
         for c in no {
             assert_eq!(exact_text(&v(c)), None, "{c} should key on its program");
         }
@@ -547,14 +799,30 @@ mod tests {
     #[test]
     fn dangerous_table() {
         let yes = [
-            "git push", "git push origin main", "git reset --hard", "git reset --hard HEAD~1",
-            "rm -r x", "rm -rf x", "rm -fr x", "rm --recursive x", "git clean -fdx",
-            "git branch -D x", "git checkout -- x", "kill 1", "git -C sub push",
+            "git push",
+            "git push origin main",
+            "git reset --hard",
+            "git reset --hard HEAD~1",
+            "rm -r x",
+            "rm -rf x",
+            "rm -fr x",
+            "rm --recursive x",
+            "git clean -fdx",
+            "git branch -D x",
+            "git checkout -- x",
+            "kill 1",
+            "git -C sub push",
         ];
         for c in yes {
             assert!(dangerous(&v(c)).is_some(), "{c} should be dangerous");
         }
-        let no = ["git status", "git reset HEAD x", "rm x", "git branch", "git checkout main"];
+        let no = [
+            "git status",
+            "git reset HEAD x",
+            "rm x",
+            "git branch",
+            "git checkout main",
+        ];
         for c in no {
             assert_eq!(dangerous(&v(c)), None, "{c} should not be dangerous");
         }
@@ -563,17 +831,43 @@ mod tests {
     #[test]
     fn read_only_table() {
         let yes = [
-            "ls", "ls -la src", "pwd", "cat README.md", "head -n 5 x", "wc -l x", "git status",
-            "git diff", "git log --oneline -5", "git show HEAD", "git branch", "git branch -a",
-            "find . -name x", "rg foo", "sort x", "date", "echo hi", "true",
+            "ls",
+            "ls -la src",
+            "pwd",
+            "cat README.md",
+            "head -n 5 x",
+            "wc -l x",
+            "git status",
+            "git diff",
+            "git log --oneline -5",
+            "git show HEAD",
+            "git branch",
+            "git branch -a",
+            "find . -name x",
+            "rg foo",
+            "sort x",
+            "date",
+            "echo hi",
+            "true",
         ];
         for c in yes {
             assert!(read_only(&v(c)), "{c} should be read-only");
         }
         let no = [
-            "find . -delete", "rg --pre sh x", "git diff --textconv", "git log --output=x",
-            "sort -o x y", "date -s 2020", "git push", "git branch -D x", "git commit -m x",
-            "rm x", "cargo test", "sed -i s/a/b/ x", "git -C .. status", "git tag v1",
+            "find . -delete",
+            "rg --pre sh x",
+            "git diff --textconv",
+            "git log --output=x",
+            "sort -o x y",
+            "date -s 2020",
+            "git push",
+            "git branch -D x",
+            "git commit -m x",
+            "rm x",
+            "cargo test",
+            "sed -i s/a/b/ x",
+            "git -C .. status",
+            "git tag v1",
         ];
         for c in no {
             assert!(!read_only(&v(c)), "{c} should not be read-only");

@@ -181,7 +181,9 @@ impl Process {
                 full_output_ref = Some(rel);
             }
         }
-        let reference = full_output_ref.clone().unwrap_or_else(|| "(not saved)".into());
+        let reference = full_output_ref
+            .clone()
+            .unwrap_or_else(|| "(not saved)".into());
         let view = |s: &Stream, text: String, cutv: Option<()>, from: usize| {
             let shown = s.total.saturating_sub(from as u64);
             StreamView {
@@ -446,6 +448,9 @@ fn decorate(outcome: &mut Outcome, approved: &ApprovedCommand) {
                 Plan::Bash(_) => json!("bash -c"),
             },
         );
-        map.insert("timeout_ms".into(), json!(approved.timeout.as_millis() as u64));
+        map.insert(
+            "timeout_ms".into(),
+            json!(approved.timeout.as_millis() as u64),
+        );
     }
 }

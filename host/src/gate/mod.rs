@@ -468,9 +468,11 @@ impl Gate {
                     force_ask = true;
                 }
             }
+            // The job tools only reach jobs this session started under an approved command.
             let shell_read_only = shell
                 .as_ref()
-                .is_some_and(|k| k.class == Class::ReadOnly && self.args_in_scope(&v, k));
+                .is_some_and(|k| k.class == Class::ReadOnly && self.args_in_scope(&v, k))
+                || (tool.info.builtin && crate::exec::JOB_TOOLS.contains(&tool_name));
 
             // Stage 5: hooks, once; an `updated_input` is merged and re-validated from stage 1.
             let mut hook_allow = None;
@@ -520,7 +522,9 @@ impl Gate {
                 // Stage 6: read tools inside the scope need no grant.
                 Some(allow(
                     "no-permission",
-                    if shell_read_only {
+                    if shell.is_none() && shell_read_only {
+                        "a job of this session".into()
+                    } else if shell_read_only {
                         "read-only shell command".into()
                     } else {
                         "read-only tool inside the scope".into()
@@ -721,7 +725,12 @@ impl Gate {
             .min(crate::exec::MAX_TIMEOUT);
         let auto_background = ms("auto_background_ms")
             .map(Duration::from_millis)
-            .or_else(|| self.policy.shell.auto_background_secs.map(Duration::from_secs))
+            .or_else(|| {
+                self.policy
+                    .shell
+                    .auto_background_secs
+                    .map(Duration::from_secs)
+            })
             .unwrap_or(crate::exec::DEFAULT_AUTO_BACKGROUND);
         Ok(Some(ApprovedCommand {
             text: shell_text(&v.input),

@@ -178,7 +178,9 @@ impl KeyPattern {
             (Target::Glob(_), None) => false,
             // A shell key on a whole command text is matched only by that exact text (or by
             // `shell` alone): a glob never stretches a program name over a compound command.
-            (Target::Glob(_), Some(t)) if key.tool == "shell" && t.contains(char::is_whitespace) => {
+            (Target::Glob(_), Some(t))
+                if key.tool == "shell" && t.contains(char::is_whitespace) =>
+            {
                 self.raw.split_once(':').is_some_and(|(_, raw)| raw == t)
             }
             (Target::Glob(g), Some(t)) => {
