@@ -16,6 +16,7 @@ pub mod error;
 pub mod exec;
 pub mod fsutil;
 pub mod gate;
+pub mod mcp;
 pub mod policy;
 pub mod sandbox;
 pub mod state;

@@ -14,4 +14,5 @@ mod state;
 mod tools_edit;
 mod tools_read;
 mod tools_search;
+mod mcp;
 mod shell;

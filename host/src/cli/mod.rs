@@ -73,6 +73,26 @@ enum Command {
         #[arg(long = "component", value_name = "FILE")]
         components: Vec<PathBuf>,
     },
+    /// Serve the tools to an MCP client (stdio by default; `--http ADDR` for streamable HTTP
+    /// at http://ADDR/mcp). Each connection is its own session.
+    Serve {
+        /// Listen for streamable HTTP on ADDR (e.g. 127.0.0.1:8765; port 0 picks one) instead
+        /// of stdio. Only loopback addresses unless --allow-remote.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// Allow --http on a non-loopback address (anyone who can reach it can run tools).
+        #[arg(long, requires = "http")]
+        allow_remote: bool,
+        /// With --allow-remote: also accept this name in Host/Origin headers. Repeatable.
+        #[arg(long = "allowed-host", value_name = "NAME", requires = "allow_remote")]
+        allowed_hosts: Vec<String>,
+        /// Shorthand for `--grant` of every write tool (write, edit, multiedit).
+        #[arg(long)]
+        allow_write: bool,
+        /// Also serve the component in this file (a test or local tool).
+        #[arg(long = "component", value_name = "FILE")]
+        components: Vec<PathBuf>,
+    },
     /// List the tools with their risk and capabilities.
     Tools {
         /// Print JSON (name, description, schema, risk, ceiling, imports, digest).
@@ -253,6 +273,42 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 Status::Denied => 3,
                 Status::NeedsApproval => 4,
             }))
+        }
+        Command::Serve {
+            http,
+            allow_remote,
+            allowed_hosts,
+            allow_write,
+            components,
+        } => {
+            let gate = Gate::open(GateOptions {
+                // Approvals come from each MCP client (elicitation), never from this terminal.
+                approver: None,
+                allow_writes: allow_write,
+                extra_components: components,
+                ..opts
+            })
+            .await
+            .context("cannot open the gate")?;
+            let gate = Arc::new(gate);
+            match http {
+                None => toolgate::mcp::serve_stdio(gate).await?,
+                Some(addr) => {
+                    let options = toolgate::mcp::http::HttpOptions {
+                        addr,
+                        allow_remote,
+                        allowed_hosts,
+                    };
+                    toolgate::mcp::http::serve_http(gate, options, |bound| {
+                        eprintln!(
+                            "toolgate: serving MCP on http://{bound}{}",
+                            toolgate::mcp::http::MCP_PATH
+                        );
+                    })
+                    .await?
+                }
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Tools { json } => {
             let gate = Gate::open(opts).await.context("cannot open the gate")?;

@@ -1317,6 +1317,10 @@ fn parse_data(data: &str) -> Value {
 
 fn limit_or_crash(name: &str, call_id: &str, e: Error) -> Observation {
     match e {
+        Error::Limit {
+            limit: "cancelled",
+            message,
+        } => Observation::error(name, call_id, "cancelled", message, None),
         Error::Limit { limit, message } => {
             let mut o = Observation::error(
                 name,

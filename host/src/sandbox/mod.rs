@@ -52,6 +52,36 @@ const POOL_SLOTS: u32 = 128;
 /// most about one tick.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
 
+tokio::task_local! {
+    /// Set by [`cancellable`]: the cancel flag of the call running in this task.
+    static CALL_CANCEL: Arc<AtomicBool>;
+}
+
+/// Run `future` (a gate call) so that setting `flag` interrupts its guest at the next epoch
+/// tick (the call then ends with a `cancelled` error). Used by surfaces whose clients can
+/// cancel a call, such as MCP's `notifications/cancelled`.
+pub async fn cancellable<F: std::future::Future>(flag: Arc<AtomicBool>, future: F) -> F::Output {
+    CALL_CANCEL.scope(flag, future).await
+}
+
+/// The cancel flag of the call running in this task, if it is cancellable: host functions that
+/// wait (e.g. for a child process) can poll it and stop early.
+pub fn current_cancel_flag() -> Option<Arc<AtomicBool>> {
+    CALL_CANCEL.try_with(Arc::clone).ok()
+}
+
+/// The error a cancelled guest stops with.
+#[derive(Debug)]
+struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the call was cancelled")
+    }
+}
+
+impl std::error::Error for Cancelled {}
+
 /// Per-store state: the call's WASI context and resource table, and its limits.
 pub(crate) struct CallState {
     wasi: WasiCtx,
@@ -59,6 +89,8 @@ pub(crate) struct CallState {
     limits: StoreLimits,
     /// The deny-list inside the preopens, and the paths of the guest's directory descriptors.
     fsguard: fsguard::FsGuard,
+    /// What this call may do with the host exec capability (`None`: nothing).
+    exec: Option<crate::exec::ExecGrant>,
 }
 
 impl WasiView for CallState {
@@ -72,38 +104,6 @@ impl WasiView for CallState {
 
 impl bindings::toolgate::tool::types::Host for CallState {}
 
-/// A component compiled and linked, ready to be instantiated once per call.
-#[derive(Clone)]
-pub struct Loaded {
-    pre: bindings::ToolPre<CallState>,
-    /// The interfaces the component imports, e.g. `wasi:filesystem/types@0.2.6`.
-    pub imports: Vec<String>,
-    /// Hex sha256 of the component's bytes.
-    pub digest: String,
-}
-
-/// What a guest returned from a call that ran to completion.
-pub enum GuestResult {
-    /// The tool succeeded.
-    Output(wit::Output),
-    /// The tool reported a structured error.
-    ToolError(wit::ToolError),
-}
-    /// What this call may do with the host exec capability (`None`: nothing).
-    exec: Option<crate::exec::ExecGrant>,
-
-/// The engine and linker shared by every call.
-pub struct Sandbox {
-    engine: Engine,
-    linker: Linker<CallState>,
-    cache: cache::ArtifactCache,
-    stop_ticker: Arc<AtomicBool>,
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        self.stop_ticker.store(true, Ordering::Relaxed);
-    }
 fn to_wit_outcome(o: crate::exec::Outcome) -> wexec::Outcome {
     use crate::exec::run::State;
     let stream = |s: crate::exec::run::StreamView| wexec::StreamOutput {
@@ -150,6 +150,36 @@ impl wexec::Host for CallState {
     }
 }
 
+/// A component compiled and linked, ready to be instantiated once per call.
+#[derive(Clone)]
+pub struct Loaded {
+    pre: bindings::ToolPre<CallState>,
+    /// The interfaces the component imports, e.g. `wasi:filesystem/types@0.2.6`.
+    pub imports: Vec<String>,
+    /// Hex sha256 of the component's bytes.
+    pub digest: String,
+}
+
+/// What a guest returned from a call that ran to completion.
+pub enum GuestResult {
+    /// The tool succeeded.
+    Output(wit::Output),
+    /// The tool reported a structured error.
+    ToolError(wit::ToolError),
+}
+
+/// The engine and linker shared by every call.
+pub struct Sandbox {
+    engine: Engine,
+    linker: Linker<CallState>,
+    cache: cache::ArtifactCache,
+    stop_ticker: Arc<AtomicBool>,
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.stop_ticker.store(true, Ordering::Relaxed);
+    }
 }
 
 impl Sandbox {
@@ -187,6 +217,11 @@ impl Sandbox {
             |s| s,
         )
         .map_err(|e| Error::Sandbox(format!("linking toolgate:tool: {e:#}")))?;
+        exec_bindings::ExecHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| Error::Sandbox(format!("linking toolgate:host/exec: {e:#}")))?;
 
         let stop_ticker = Arc::new(AtomicBool::new(false));
         {
@@ -217,11 +252,6 @@ impl Sandbox {
         let imports = component
             .component_type()
             .imports(&self.engine)
-        exec_bindings::ExecHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(|e| Error::Sandbox(format!("linking toolgate:host/exec: {e:#}")))?;
             .map(|(name, _)| name.to_string())
             .collect();
         let instance_pre =
@@ -305,11 +335,35 @@ impl Sandbox {
                 table: ResourceTable::new(),
                 limits: store_limits,
                 fsguard: fsguard::FsGuard::new(caps.deny.clone()),
+                exec: caps.exec.clone(),
             },
         );
         store.limiter(|s| &mut s.limits);
-        store.set_epoch_deadline(limits.deadline_ticks(EPOCH_TICK));
-        store.epoch_deadline_trap();
+        let ticks = limits.deadline_ticks(EPOCH_TICK);
+        match CALL_CANCEL.try_with(Arc::clone) {
+            // A cancellable call: check the flag at every tick, yield to the executor, and trap
+            // at the deadline.
+            Ok(cancel) => {
+                let mut left = ticks;
+                store.set_epoch_deadline(1);
+                store.epoch_deadline_callback(move |_| {
+                    if cancel.load(Ordering::Relaxed) {
+                        return Err(wasmtime::Error::new(Cancelled));
+                    }
+                    left = left.saturating_sub(1);
+                    if left == 0 {
+                        return Err(Trap::Interrupt.into());
+                    }
+                    // Yield at every tick, so the task running the call can notice the
+                    // cancellation (and send progress) while the guest computes.
+                    Ok(wasmtime::UpdateDeadline::Yield(1))
+                });
+            }
+            Err(_) => {
+                store.set_epoch_deadline(ticks);
+                store.epoch_deadline_trap();
+            }
+        }
         Ok(store)
     }
 }
@@ -335,7 +389,6 @@ fn add_wasi_to_linker(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
         fsguard::GuardedFsView {
             inner: wasmtime_wasi::filesystem::WasiFilesystemCtxView {
                 ctx: s.wasi.filesystem(),
-                exec: caps.exec.clone(),
                 table: &mut s.table,
             },
             guard: &mut s.fsguard,
@@ -375,6 +428,12 @@ fn add_wasi_to_linker(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
 
 /// Turn a wasmtime error into the limit it hit, or a trap with the guest's reason.
 fn classify(error: wasmtime::Error, limits: &Limits) -> Error {
+    if error.downcast_ref::<Cancelled>().is_some() {
+        return Error::Limit {
+            limit: "cancelled",
+            message: "the client cancelled the call and the tool was interrupted".to_string(),
+        };
+    }
     if let Some(trap) = error.downcast_ref::<Trap>() {
         match trap {
             Trap::Interrupt => {
