@@ -642,3 +642,56 @@ async fn ci_preset_denies_ci_config_and_allows_grants() {
     let o = g.call(SESSION, "write", write_new()).await;
     assert_eq!(o.status, Status::Ok, "{o:#?}");
 }
+
+fn toolgate(ws: &Ws, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .env("TOOLGATE_CACHE_DIR", cache_dir())
+        .arg("--workspace")
+        .arg(ws.root())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn policy_check_reports_every_problem_with_file_and_line() {
+    let ws = Ws::new();
+    ws.write(
+        ".toolgate/policy.toml",
+        "mode = \"ask\"\n[[rules]]\nkey = \"write:src/**\"\ndecision = \"allow\"\nmatch = [\"write:docs/\"]\n[[rules]]\nkey = \"edit:x/**\"\ndecision = \"deny\"\nnot_match = [\"edit:x/y/\"]\n",
+    );
+    let out = toolgate(&ws, &["policy", "check"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let policy = ws.path(".toolgate/policy.toml").display().to_string();
+    assert!(text.contains(&format!("{policy}:2: error: rule `write:src/**` does not match its own `match` example `write:docs/`")), "{text}");
+    assert!(text.contains(&format!("{policy}:6: error: rule `edit:x/**` matches its own `not_match` example `edit:x/y/`")), "{text}");
+
+    // a rule for a tool that does not exist is a warning; a clean policy says ok
+    ws.write(".toolgate/policy.toml", "mode = \"ask\"\n[[rules]]\nkey = \"frobnicate\"\ndecision = \"deny\"\n");
+    let out = toolgate(&ws, &["policy", "check"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("warning: rule `frobnicate` names the unknown tool `frobnicate`"), "{text}");
+    ws.write(".toolgate/policy.toml", "mode = \"safe\"\n");
+    let out = toolgate(&ws, &["policy", "check"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ok (0 rules, mode safe)"));
+}
+
+#[test]
+fn grants_list_and_revoke_from_the_command_line() {
+    let ws = Ws::new();
+    ws.write(".toolgate/grants.toml", "[[grants]]\nkey = \"write:src/**\"\n\n[[grants]]\nkey = \"edit\"\n");
+    let out = toolgate(&ws, &["grants", "list"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let file = ws.path(".toolgate/grants.toml").display().to_string();
+    assert_eq!(text, format!("write:src/**\t{file}:1\nedit\t{file}:4\n"));
+    let out = toolgate(&ws, &["grants", "revoke", "write:src/**"]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = toolgate(&ws, &["grants", "revoke", "write:src/**"]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = toolgate(&ws, &["grants", "list"]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("edit\t"));
+}
