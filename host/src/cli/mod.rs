@@ -292,7 +292,15 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             .context("cannot open the gate")?;
             let gate = Arc::new(gate);
             match http {
-                None => toolgate::mcp::serve_stdio(gate).await?,
+                None => {
+                    if std::io::stdin().is_terminal() {
+                        eprintln!(
+                            "toolgate: serving MCP on stdio for {}; start it from an MCP client (see the README, \"Use it from an agent\"), or press Ctrl-D to stop",
+                            gate.workspace().root().display()
+                        );
+                    }
+                    toolgate::mcp::serve_stdio(gate).await?
+                }
                 Some(addr) => {
                     let options = toolgate::mcp::http::HttpOptions {
                         addr,
