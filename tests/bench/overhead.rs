@@ -2,7 +2,9 @@
 //!
 //! 1. per-call overhead: `read` of a 35-byte file through the whole gate on a warm host
 //!    (p50/p99 over many calls), and the bare sandbox call without the gate;
-//! 2. search throughput: `grep` and `glob` over a large real tree, side by side with ripgrep
+//! 2. shell overhead: `true` spawned plainly, spawned with the shell's confinement (Landlock,
+//!    network + mount namespaces, scrubbed env), and run through the whole gate as a `shell` call;
+//! 3. search throughput: `grep` and `glob` over a large real tree, side by side with ripgrep
 //!    (`rg -j1` and `rg`) in the same run, with the ratios.
 //!
 //! The tree is `$TOOLGATE_BENCH_TREE`, else the local cargo registry sources. ripgrep is
@@ -38,6 +40,7 @@ fn cache_dir() -> PathBuf {
 
 async fn run() {
     per_call().await;
+    shell_overhead().await;
     search().await;
 }
 
@@ -230,4 +233,77 @@ fn walk_count(dir: &Path) -> usize {
         }
     }
     n
+}
+
+fn p50_of(mut samples: Vec<Duration>) -> (Duration, Duration) {
+    samples.sort();
+    (percentile(&samples, 0.5), percentile(&samples, 0.99))
+}
+
+/// `true` through toolgate vs a plain spawn, with and without confinement, in one run.
+async fn shell_overhead() {
+    const N: usize = 200;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().canonicalize().expect("canonical");
+    let plain: Vec<Duration> = (0..N)
+        .map(|_| {
+            let t = Instant::now();
+            let s = Command::new("/bin/true").status().expect("spawn true");
+            assert!(s.success());
+            t.elapsed()
+        })
+        .collect();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let confined: Vec<Duration> = (0..N)
+        .map(|_| {
+            let t = Instant::now();
+            let mut cmd = Command::new("/bin/true");
+            cmd.env_clear();
+            toolgate::exec::confine::install(&mut cmd, &root, tmp.path(), false)
+                .expect("confinement");
+            let s = cmd.status().expect("spawn confined true");
+            assert!(s.success());
+            t.elapsed()
+        })
+        .collect();
+    let gate = Gate::open(GateOptions {
+        workspace: root.clone(),
+        cache_dir: Some(cache_dir()),
+        grants: vec!["shell:true".into()],
+        ..GateOptions::default()
+    })
+    .await
+    .expect("gate");
+    let input = json!({"command": "true"});
+    let mut through = Vec::with_capacity(N);
+    for _ in 0..N {
+        let t = Instant::now();
+        let o = gate.call("bench", "shell", input.clone()).await;
+        through.push(t.elapsed());
+        assert_eq!(o.status, Status::Ok, "{o:?}");
+    }
+    let c = toolgate::exec::confine::available(false);
+    let (p, p99) = p50_of(plain);
+    let (cf, cf99) = p50_of(confined);
+    let (g, g99) = p50_of(through);
+    println!(
+        "\nshell overhead (`true`, {N} runs; confinement: landlock={} netns={} mountns={})",
+        c.landlock, c.netns, c.mountns
+    );
+    println!(
+        "  plain spawn            p50 {:>8.2?}  p99 {:>8.2?}",
+        p, p99
+    );
+    println!(
+        "  confined spawn         p50 {:>8.2?}  p99 {:>8.2?}  (+{:.2?})",
+        cf,
+        cf99,
+        cf.saturating_sub(p)
+    );
+    println!(
+        "  toolgate shell call    p50 {:>8.2?}  p99 {:>8.2?}  (+{:.2?} over plain)",
+        g,
+        g99,
+        g.saturating_sub(p)
+    );
 }

@@ -61,12 +61,12 @@ impl JobTable {
             .count()
     }
 
-    fn get(&self, session: &str, id: &str) -> Result<(Arc<Process>, (usize, usize), u64), String> {
+    fn get(&self, session: &str, id: &str) -> Result<(Arc<Process>, (usize, usize)), String> {
         let mut jobs = self.lock();
         match jobs.get_mut(id) {
             Some(j) if j.session == session => {
                 j.reads += 1;
-                Ok((j.process.clone(), j.shown, j.reads))
+                Ok((j.process.clone(), j.shown))
             }
             _ => Err(format!(
                 "there is no job `{id}` in this session (jobs end with the session that started them)"
@@ -82,7 +82,7 @@ impl JobTable {
         id: &str,
         call_id: &str,
     ) -> Result<Outcome, String> {
-        let (process, from, _) = self.get(session, id)?;
+        let (process, from) = self.get(session, id)?;
         let (mut outcome, shown) =
             process.outcome(from, host.config.output_budget, &host.workspace, call_id);
         outcome.job_id = Some(id.to_string());
@@ -102,7 +102,7 @@ impl JobTable {
         id: &str,
         call_id: &str,
     ) -> Result<Outcome, String> {
-        let (process, from, _) = self.get(session, id)?;
+        let (process, from) = self.get(session, id)?;
         process.kill(State::Killed);
         let (mut outcome, _) =
             process.outcome(from, host.config.output_budget, &host.workspace, call_id);
