@@ -164,16 +164,19 @@ fn tools_json_lists_the_builtins_with_their_risk() {
         })
         .collect();
     let expected: Vec<(String, String, String, bool)> = [
-        ("edit", "write"),
-        ("glob", "read-only"),
-        ("grep", "read-only"),
-        ("ls", "read-only"),
-        ("multiedit", "write"),
-        ("read", "read-only"),
-        ("write", "write"),
+        ("edit", "write", "project"),
+        ("glob", "read-only", "project"),
+        ("grep", "read-only", "project"),
+        ("job_kill", "exec", "session"),
+        ("job_output", "exec", "session"),
+        ("ls", "read-only", "project"),
+        ("multiedit", "write", "project"),
+        ("read", "read-only", "project"),
+        ("shell", "exec", "session"),
+        ("write", "write", "project"),
     ]
     .iter()
-    .map(|(n, r)| (n.to_string(), r.to_string(), "project".to_string(), true))
+    .map(|(n, r, c)| (n.to_string(), r.to_string(), c.to_string(), true))
     .collect();
     assert_eq!(listed, expected);
     for t in &tools {

@@ -666,14 +666,25 @@ fn policy_check_reports_every_problem_with_file_and_line() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     let policy = ws.path(".toolgate/policy.toml").display().to_string();
     assert!(text.contains(&format!("{policy}:2: error: rule `write:src/**` does not match its own `match` example `write:docs/`")), "{text}");
-    assert!(text.contains(&format!("{policy}:6: error: rule `edit:x/**` matches its own `not_match` example `edit:x/y/`")), "{text}");
+    assert!(
+        text.contains(&format!(
+            "{policy}:6: error: rule `edit:x/**` matches its own `not_match` example `edit:x/y/`"
+        )),
+        "{text}"
+    );
 
     // a rule for a tool that does not exist is a warning; a clean policy says ok
-    ws.write(".toolgate/policy.toml", "mode = \"ask\"\n[[rules]]\nkey = \"frobnicate\"\ndecision = \"deny\"\n");
+    ws.write(
+        ".toolgate/policy.toml",
+        "mode = \"ask\"\n[[rules]]\nkey = \"frobnicate\"\ndecision = \"deny\"\n",
+    );
     let out = toolgate(&ws, &["policy", "check"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    assert!(text.contains("warning: rule `frobnicate` names the unknown tool `frobnicate`"), "{text}");
+    assert!(
+        text.contains("warning: rule `frobnicate` names the unknown tool `frobnicate`"),
+        "{text}"
+    );
     ws.write(".toolgate/policy.toml", "mode = \"safe\"\n");
     let out = toolgate(&ws, &["policy", "check"]);
     assert_eq!(out.status.code(), Some(0));
@@ -683,7 +694,10 @@ fn policy_check_reports_every_problem_with_file_and_line() {
 #[test]
 fn grants_list_and_revoke_from_the_command_line() {
     let ws = Ws::new();
-    ws.write(".toolgate/grants.toml", "[[grants]]\nkey = \"write:src/**\"\n\n[[grants]]\nkey = \"edit\"\n");
+    ws.write(
+        ".toolgate/grants.toml",
+        "[[grants]]\nkey = \"write:src/**\"\n\n[[grants]]\nkey = \"edit\"\n",
+    );
     let out = toolgate(&ws, &["grants", "list"]);
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     let file = ws.path(".toolgate/grants.toml").display().to_string();
