@@ -567,3 +567,42 @@ fn serve_over_stdio_speaks_json_rpc_lines() {
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+#[tokio::test]
+async fn cancelling_a_shell_call_kills_its_process_group() {
+    let ws = Ws::new();
+    let conn = stdio(&ws, &["--grant", "shell:sleep **"], Client::headless()).await;
+    // A distinctive duration so the check below finds only this test's process.
+    let marker = "31.4159";
+    let abandoned = tokio::time::timeout(
+        Duration::from_secs(2),
+        call(
+            &conn,
+            "shell",
+            json!({"command": format!("sleep {marker}")}),
+        ),
+    )
+    .await;
+    assert!(abandoned.is_err(), "the sleep should still be running");
+    let started = Instant::now();
+    loop {
+        let alive = std::process::Command::new("pgrep")
+            .args(["-f", &format!("sleep {marker}")])
+            .output()
+            .unwrap()
+            .status
+            .success();
+        if !alive {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the cancelled command is still running"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The connection still serves calls.
+    let r = call(&conn, "ls", json!({})).await;
+    assert_eq!(r.is_error, Some(false), "{}", text(&r));
+    conn.cancel().await.unwrap();
+}

@@ -266,9 +266,12 @@ pub async fn host_run(
     let host = grant.host.clone();
     let session = grant.session.clone();
     let call_id = grant.call_id.clone();
-    tokio::task::spawn_blocking(move || run::run_approved(&host, &session, &call_id, approved))
-        .await
-        .map_err(|e| format!("the exec worker failed: {e}"))?
+    let cancel = crate::sandbox::current_cancel_flag();
+    tokio::task::spawn_blocking(move || {
+        run::run_approved(&host, &session, &call_id, approved, cancel)
+    })
+    .await
+    .map_err(|e| format!("the exec worker failed: {e}"))?
 }
 
 /// The `job-output` host function.

@@ -397,6 +397,7 @@ pub fn run_approved(
     session: &str,
     call_id: &str,
     approved: ApprovedCommand,
+    cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
 ) -> Result<Outcome, String> {
     let process = Arc::new(spawn(host, &approved)?);
     let started = Instant::now();
@@ -416,7 +417,25 @@ pub fn run_approved(
         approved.auto_background
     };
     let soft = started + wait;
-    let ended = process.wait_until(soft.min(hard));
+    // Wait in short slices so a cancelled call (the client gave up) kills the process group
+    // promptly instead of leaving it running until its timeout.
+    let until = soft.min(hard);
+    let ended = loop {
+        let slice = (Instant::now() + CANCEL_POLL).min(until);
+        if process.wait_until(slice) {
+            break true;
+        }
+        if cancel
+            .as_ref()
+            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+        {
+            process.kill(State::Killed);
+            return Err("cancelled: the call was cancelled and its process group killed".into());
+        }
+        if Instant::now() >= until {
+            break false;
+        }
+    };
     if !ended && Instant::now() < hard {
         // Still running: it becomes a job.
         let job_id = host.jobs.add(session, process.clone(), approved.timeout);
@@ -435,6 +454,9 @@ pub fn run_approved(
     decorate(&mut outcome, &approved);
     Ok(outcome)
 }
+
+/// How often a foreground command's wait checks whether the call was cancelled.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 fn decorate(outcome: &mut Outcome, approved: &ApprovedCommand) {
     if let Some(map) = outcome.data.as_object_mut() {
