@@ -606,3 +606,35 @@ async fn cancelling_a_shell_call_kills_its_process_group() {
     assert_eq!(r.is_error, Some(false), "{}", text(&r));
     conn.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn background_jobs_end_with_their_connection() {
+    let ws = Ws::new();
+    let conn = stdio(&ws, &["--grant", "shell:sleep **"], Client::headless()).await;
+    let marker = "27.1828";
+    let r = call(
+        &conn,
+        "shell",
+        json!({"command": format!("sleep {marker}"), "run_in_background": true}),
+    )
+    .await;
+    assert_eq!(r.is_error, Some(false), "{}", text(&r));
+    let alive = || {
+        std::process::Command::new("pgrep")
+            .args(["-f", &format!("sleep {marker}")])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    assert!(alive(), "the background job should be running");
+    conn.cancel().await.unwrap();
+    let started = Instant::now();
+    while alive() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the job outlived its connection"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -90,7 +90,9 @@ impl Drop for Inner {
         {
             w.abort();
         }
-        // The session ends with its connection: its read records and grants go with it.
+        // The session ends with its connection: its background jobs, read records and grants go
+        // with it.
+        self.gate.exec_host().jobs.kill_session(&self.session);
         if let Err(e) = self.gate.state().forget_session(&self.session) {
             tracing::warn!(error = %e, session = %self.session, "forgetting the session failed");
         }
