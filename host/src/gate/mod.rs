@@ -543,8 +543,8 @@ impl Gate {
                     None => self.session_allow(session, &key),
                 }
             };
-            let decision = match decision {
-                Some(d) => d,
+            let (decision, before) = match decision {
+                Some(d) => (d, before),
                 None => {
                     // Stage 9: ask.
                     let d = self
@@ -569,16 +569,7 @@ impl Gate {
                             Some("retry the call".into()),
                         )));
                     }
-                    let before = self.check_writes(session, &tool, &v.paths, call_id)?;
-                    let exec = self.approve_command(&tool.info, &v, shell.as_ref(), call_id)?;
-                    return Ok(Prepared {
-                        tool,
-                        input: v.input,
-                        paths: v.paths,
-                        before,
-                        decision: d,
-                        exec,
-                    });
+                    (d, self.check_writes(session, &tool, &v.paths, call_id)?)
                 }
             };
             let exec = self.approve_command(&tool.info, &v, shell.as_ref(), call_id)?;
@@ -1337,6 +1328,11 @@ fn limit_or_crash(name: &str, call_id: &str, e: Error) -> Observation {
 }
 
 fn new_call_id() -> String {
+    unique_id("call")
+}
+
+/// A process-unique, unguessable id: `<prefix>-<16 hex digits>`.
+pub fn unique_id(prefix: &str) -> String {
     use std::hash::{BuildHasher, Hasher};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -1349,5 +1345,5 @@ fn new_call_id() -> String {
             .unwrap_or(0),
     );
     h.write_u32(std::process::id());
-    format!("call-{:016x}", h.finish())
+    format!("{prefix}-{:016x}", h.finish())
 }

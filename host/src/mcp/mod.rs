@@ -368,19 +368,7 @@ pub fn render_text(o: &Observation) -> String {
 }
 
 fn new_session_name() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::AtomicU64;
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    h.write_u32(std::process::id());
-    format!("mcp-{:016x}", h.finish())
+    crate::gate::unique_id("mcp")
 }
 
 #[cfg(test)]
