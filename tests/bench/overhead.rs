@@ -259,7 +259,7 @@ async fn shell_overhead() {
             let t = Instant::now();
             let mut cmd = Command::new("/bin/true");
             cmd.env_clear();
-            toolgate::exec::confine::install(&mut cmd, &root, tmp.path(), false)
+            toolgate::exec::confine::install(&mut cmd, &root, tmp.path(), false, None)
                 .expect("confinement");
             let s = cmd.status().expect("spawn confined true");
             assert!(s.success());

@@ -360,3 +360,28 @@ async fn big_output_is_previewed_with_totals_and_saved() {
     assert!(ws.read(saved).contains("\n199999\n"));
     assert!(o.content.starts_with("1\n2\n"));
 }
+
+/// A fork bomb stops at the pids cgroup's limit instead of taking the machine down.
+#[tokio::test]
+async fn process_count_is_limited() {
+    let ws = Ws::new();
+    let g = gate(
+        &ws,
+        "mode = \"ask\"\n[shell]\nmax_processes = 20\n",
+        &["shell"],
+        None,
+    )
+    .await;
+    // dash reports a failed fork at once (bash would retry with growing sleeps).
+    let o = sh(
+        &g,
+        "sh -c 'i=0; while [ $i -lt 60 ]; do sleep 1 & i=$((i+1)); done; wait'",
+    )
+    .await;
+    assert_eq!(o.data["confinement"]["pids_limit"], json!(20), "{o:#?}");
+    assert!(o.content.contains("fork"), "{}", o.content);
+    // Everything else runs as usual, and nothing is left in the cgroup afterwards.
+    let o = sh(&g, "echo fine").await;
+    assert_eq!(o.status, Status::Ok, "{o:#?}");
+    assert!(o.content.contains("fine"));
+}

@@ -30,6 +30,35 @@ pub struct Confinement {
     pub mountns: bool,
     /// The environment was scrubbed.
     pub env_scrubbed: bool,
+    /// The command and everything it starts are held in a pids cgroup with this limit.
+    pub pids_limit: Option<u32>,
+}
+
+/// Processes and threads one command may have at once by default: enough for a parallel
+/// build, few enough that a fork bomb stops there.
+pub const DEFAULT_MAX_PROCESSES: u32 = 2048;
+
+/// A pids cgroup holding one command and everything it starts; removed when dropped.
+pub struct PidsCgroup {
+    #[cfg(target_os = "linux")]
+    inner: linux::Cgroup,
+    limit: u32,
+}
+
+impl PidsCgroup {
+    /// A fresh pids cgroup limited to `max` tasks, or `None` when this host cannot make one
+    /// (no writable pids controller); the observation then says `pids_limit: null`.
+    pub fn create(max: u32) -> Option<PidsCgroup> {
+        #[cfg(target_os = "linux")]
+        {
+            linux::Cgroup::create(max).map(|inner| PidsCgroup { inner, limit: max })
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = max;
+            None
+        }
+    }
 }
 
 impl Confinement {
@@ -64,6 +93,7 @@ impl Confinement {
             "network": self.network_granted,
             "mountns": self.mountns,
             "env_scrubbed": self.env_scrubbed,
+            "pids_limit": self.pids_limit,
         })
     }
 }
@@ -114,6 +144,7 @@ pub fn available(network: bool) -> Confinement {
         network_granted: network,
         mountns: p.mountns,
         env_scrubbed: true,
+        pids_limit: None,
     }
 }
 
@@ -144,15 +175,21 @@ pub fn install(
     workspace: &Path,
     tmp: &Path,
     network: bool,
+    pids: Option<&PidsCgroup>,
 ) -> Result<Confinement, String> {
-    let want = available(network);
+    let mut want = available(network);
     #[cfg(target_os = "linux")]
     {
-        linux::install(cmd, workspace, tmp, want)?;
+        let procs = match pids {
+            Some(p) => Some(p.inner.procs_fd()?),
+            None => None,
+        };
+        linux::install(cmd, workspace, tmp, want, procs)?;
+        want.pids_limit = pids.map(|p| p.limit);
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = (cmd, workspace, tmp);
+        let _ = (cmd, workspace, tmp, pids);
     }
     Ok(want)
 }
@@ -164,16 +201,105 @@ mod linux {
         path_beneath_rules, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr,
         RulesetCreatedAttr, ABI,
     };
+    use rustix::fd::OwnedFd;
+    use rustix::fs::{Mode, OFlags};
     use rustix::mount::{
         mount_bind, mount_change, mount_remount, MountFlags, MountPropagationFlags,
     };
     use rustix::thread::UnshareFlags;
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
     use std::process::Command;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::OnceLock;
 
     const ABI_USED: ABI = ABI::V3;
+
+    /// `n` in decimal, written into `buf` without allocating (safe after `fork`).
+    fn decimal(n: i32, buf: &mut [u8; 20]) -> &[u8] {
+        let mut v = n.unsigned_abs();
+        let mut i = buf.len();
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        &buf[i..]
+    }
+
+    /// Where pids cgroups can be made: cgroup v1's pids hierarchy or a cgroup v2 root that
+    /// offers the pids controller, found once.
+    fn pids_root() -> Option<&'static PathBuf> {
+        static ROOT: OnceLock<Option<PathBuf>> = OnceLock::new();
+        ROOT.get_or_init(|| {
+            let candidates = [
+                PathBuf::from("/sys/fs/cgroup/pids"),
+                PathBuf::from("/sys/fs/cgroup"),
+            ];
+            candidates.into_iter().find(|root| {
+                if !root.join("cgroup.procs").is_file() {
+                    return false;
+                }
+                let is_v1_pids = root.ends_with("pids");
+                let v2_pids = std::fs::read_to_string(root.join("cgroup.subtree_control"))
+                    .is_ok_and(|c| c.split_whitespace().any(|w| w == "pids"));
+                if !(is_v1_pids || v2_pids) {
+                    return false;
+                }
+                let probe = root.join(format!("toolgate-probe-{}", std::process::id()));
+                let ok = std::fs::create_dir(&probe).is_ok() && probe.join("pids.max").is_file();
+                let _ = std::fs::remove_dir(&probe);
+                ok
+            })
+        })
+        .as_ref()
+    }
+
+    /// One command's pids cgroup.
+    pub(super) struct Cgroup {
+        dir: PathBuf,
+    }
+
+    impl Cgroup {
+        pub(super) fn create(max: u32) -> Option<Cgroup> {
+            static NEXT: AtomicU64 = AtomicU64::new(0);
+            let root = pids_root()?;
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let dir = root.join(format!("toolgate-{}-{n}", std::process::id()));
+            std::fs::create_dir(&dir).ok()?;
+            let cgroup = Cgroup { dir };
+            std::fs::write(cgroup.dir.join("pids.max"), max.to_string()).ok()?;
+            Some(cgroup)
+        }
+
+        /// `cgroup.procs`, opened for the child to write its pid into.
+        pub(super) fn procs_fd(&self) -> Result<OwnedFd, String> {
+            rustix::fs::open(
+                self.dir.join("cgroup.procs"),
+                OFlags::WRONLY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| format!("opening the pids cgroup {}: {e}", self.dir.display()))
+        }
+    }
+
+    impl Drop for Cgroup {
+        fn drop(&mut self) {
+            // The group is killed before this is dropped; its last tasks may take a moment
+            // to be reaped, and a cgroup with tasks cannot be removed.
+            for _ in 0..50 {
+                if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            tracing::warn!(cgroup = %self.dir.display(), "could not remove a pids cgroup");
+        }
+    }
 
     fn ruleset(allowed: &[&Path]) -> Result<landlock::RulesetCreated, String> {
         let write = AccessFs::from_write(ABI_USED);
@@ -245,6 +371,7 @@ mod linux {
         workspace: &Path,
         tmp: &Path,
         want: Confinement,
+        procs: Option<OwnedFd>,
     ) -> Result<(), String> {
         // Everything that allocates or opens paths is done here, in the parent; the child only
         // makes system calls on what was prepared.
@@ -274,6 +401,12 @@ mod linux {
         #[allow(unsafe_code)]
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(cmd, move || {
+                // Join the pids cgroup first, so everything the command starts is counted.
+                if let Some(fd) = &procs {
+                    let mut buf = [0u8; 20];
+                    let pid = rustix::process::getpid().as_raw_nonzero().get();
+                    rustix::io::write(fd, decimal(pid, &mut buf))?;
+                }
                 if !flags.is_empty() {
                     rustix::thread::unshare_unsafe(flags)?;
                 }

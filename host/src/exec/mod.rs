@@ -160,6 +160,8 @@ pub struct ExecConfig {
     pub banned: Vec<String>,
     /// Content budget for stdout + stderr previews.
     pub output_budget: usize,
+    /// Most processes and threads one command may have at once.
+    pub max_processes: u32,
 }
 
 /// The exec capability's host state for one gate: workspace, settings, background jobs.

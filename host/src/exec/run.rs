@@ -82,6 +82,8 @@ pub struct Process {
     shared: Arc<(Mutex<Progress>, Condvar)>,
     /// The private temp dir, removed when the process is dropped.
     _tmp: Option<tempfile::TempDir>,
+    /// The pids cgroup, removed when the process is dropped (after its group was killed).
+    _pids: Option<confine::PidsCgroup>,
     /// Which confinement was applied.
     pub confinement: confine::Confinement,
     /// The text that runs.
@@ -318,7 +320,14 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Str
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let confinement = confine::install(&mut cmd, &host.workspace, tmp.path(), host.config.network)?;
+    let pids = confine::PidsCgroup::create(host.config.max_processes);
+    let confinement = confine::install(
+        &mut cmd,
+        &host.workspace,
+        tmp.path(),
+        host.config.network,
+        pids.as_ref(),
+    )?;
     if host.config.require_confinement && !confinement.complete() {
         return Err(format!(
             "the policy requires confinement and it is not available here ({})",
@@ -383,6 +392,7 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Str
         started: Instant::now(),
         shared,
         _tmp: Some(tmp),
+        _pids: pids,
         confinement,
         text: approved.text.clone(),
     };

@@ -161,6 +161,10 @@ impl Gate {
                 require_confinement: policy.require_confinement,
                 banned: policy.shell.banned.clone(),
                 output_budget: limits.max_output_bytes,
+                max_processes: policy
+                    .shell
+                    .max_processes
+                    .unwrap_or(crate::exec::confine::DEFAULT_MAX_PROCESSES),
             },
         ));
         Ok(Gate {

@@ -116,6 +116,9 @@ pub struct ShellPolicy {
     pub banned: Vec<String>,
     /// Seconds after which a running command becomes a background job (default 60).
     pub auto_background_secs: Option<u64>,
+    /// Most processes and threads one command may have at once (a pids cgroup, where the
+    /// host can make one; default [`crate::exec::confine::DEFAULT_MAX_PROCESSES`]).
+    pub max_processes: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -153,6 +156,7 @@ struct ShellFile {
     #[serde(default)]
     banned: Vec<String>,
     auto_background_secs: Option<u64>,
+    max_processes: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -349,6 +353,7 @@ impl Policy {
                     env: s.env,
                     banned: s.banned,
                     auto_background_secs: s.auto_background_secs,
+                    max_processes: s.max_processes,
                 })
                 .unwrap_or_default(),
         })
