@@ -10,8 +10,9 @@ pub struct Limits {
     pub timeout: Duration,
     /// Linear memory cap per store. Without it a guest really gets the 4 GiB it asks for.
     pub max_memory_bytes: usize,
-    /// Largest result (content + data + summary) accepted from a guest; bigger results are an
-    /// error rather than something the host copies around.
+    /// Largest result (content + data + summary) accepted from a guest; a bigger one is an
+    /// error instead of an observation. It is checked once the result has been lifted out of
+    /// the guest, so what the host copies is bounded by `max_memory_bytes`, not by this.
     pub max_result_bytes: usize,
     /// Content budget passed on to the model; the host cuts anything above it (head + tail)
     /// and keeps the whole under `.toolgate/outputs/`.
