@@ -8,19 +8,25 @@ use std::process::Command;
 
 const TARGET: &str = "wasm32-wasip2";
 
-/// Every guest crate whose component the host embeds or the tests load.
+/// Every guest component the host embeds or the tests load, by artifact file stem
+/// (`<stem>.wasm` in the guest target dir): the built-in tools, the test components and the
+/// example plugin.
 const GUESTS: &[&str] = &[
-    "read",
-    "ls",
-    "glob",
-    "grep",
-    "write",
-    "edit",
-    "multiedit",
-    "test-hostile",
-    "shell",
-    "job-output",
-    "job-kill",
+    "toolgate_tool_read",
+    "toolgate_tool_ls",
+    "toolgate_tool_glob",
+    "toolgate_tool_grep",
+    "toolgate_tool_write",
+    "toolgate_tool_edit",
+    "toolgate_tool_multiedit",
+    "toolgate_tool_test_hostile",
+    "toolgate_tool_shell",
+    "toolgate_tool_job_output",
+    "toolgate_tool_job_kill",
+    "toolgate_tool_fetch",
+    "toolgate_tool_test_plugin",
+    "toolgate_tool_test_sockets",
+    "toolgate_plugin_word_count",
 ];
 
 fn main() {
@@ -70,7 +76,7 @@ fn run() -> Result<(), String> {
     }
     let out = target_dir.join(TARGET).join("release");
     for guest in GUESTS {
-        let file = out.join(format!("toolgate_tool_{}.wasm", guest.replace('-', "_")));
+        let file = out.join(format!("{guest}.wasm"));
         if !file.is_file() {
             return Err(format!(
                 "the guest build did not produce {}",
@@ -94,7 +100,15 @@ fn watch(guests: &Path, wit: &Path) {
         guests.join("Cargo.lock").display()
     );
     println!("cargo:rerun-if-changed={}", guests.join(".cargo").display());
-    if let Ok(entries) = std::fs::read_dir(guests) {
+    watch_crates(guests);
+    // Example plugins live one level down, in guest-tools/examples/<name>.
+    watch_crates(&guests.join("examples"));
+    println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
+}
+
+/// Watch the manifest and sources of every crate directly under `dir`.
+fn watch_crates(dir: &Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
         for entry in entries.flatten() {
             let path = entry.path();
             if path.is_dir() && path.join("Cargo.toml").is_file() {
@@ -106,7 +120,6 @@ fn watch(guests: &Path, wit: &Path) {
             }
         }
     }
-    println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
 }
 
 fn guest_target_dir(repo: &Path) -> PathBuf {

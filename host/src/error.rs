@@ -48,6 +48,14 @@ pub enum Error {
     /// The policy (or a `--grant`) has problems; each line names the file and line.
     #[error("policy:\n{0}")]
     Policy(String),
+    /// A plugin could not be installed or loaded.
+    #[error("plugin `{name}`: {message}")]
+    Plugin {
+        /// The plugin's name (or the file given).
+        name: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
     /// The workspace is not usable.
     #[error("workspace {}: {message}", path.display())]
     Workspace {

@@ -11,12 +11,14 @@
 //! - [`sandbox`]: the engine, the artifact cache, capabilities -> WASI context, limits.
 //! - [`tools`]: the registry of components and the observation format.
 //! - [`state`]: SQLite state: audit, read records, file history.
+//! - [`plugins`]: third-party components: manifests, install records, capability intersection.
 
 pub mod error;
 pub mod exec;
 pub mod fsutil;
 pub mod gate;
 pub mod mcp;
+pub mod plugins;
 pub mod policy;
 pub mod sandbox;
 pub mod state;

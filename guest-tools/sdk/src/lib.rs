@@ -22,10 +22,16 @@
 //! The host validates the input against the schema and rewrites every declared path field to
 //! the canonical path inside the sandbox before `call` runs; the sandbox only holds what the
 //! host granted for this one call.
+//!
+//! Optional host capabilities are cargo features: `exec` (module `exec`: host processes
+//! through the host's gate) and `http` (module `http`: outgoing HTTP to the hosts the tool is
+//! allowed to reach).
 
 mod context;
 #[cfg(feature = "exec")]
 pub mod exec;
+#[cfg(feature = "http")]
+pub mod http;
 mod output;
 pub mod text;
 pub mod walk;

@@ -16,6 +16,7 @@ use crate::exec::{ApprovedCommand, Class, ExecGrant, ExecHost};
 use crate::policy::grants::ProjectGrants;
 use crate::policy::rules::{CallKey, KeyPattern, RuleDecision};
 use crate::policy::{Mode, Policy, PolicySource, Problem};
+use crate::sandbox::net::{HostPattern, NetGrant};
 use crate::sandbox::{wit, Capabilities, FsDeny, GuestResult, Limits, Preopen, Sandbox};
 use crate::state::{redact, FileStamp, StateDb};
 use crate::tools::observation::cut_head_tail;
@@ -23,7 +24,7 @@ use crate::tools::registry::{PathUse, RegisteredTool};
 use crate::tools::{Ceiling, Observation, Registry, Risk, Status, ToolInfo, Total};
 use approval::{plain_text, Answer, ApprovalRequest, Approver, Broker};
 use hooks::{HookEvent, HookVerdict};
-use scope::{ScopedPath, Workspace, GUEST_ROOT, OUTPUTS_DIR};
+use scope::{Access, ScopedPath, Workspace, GUEST_ROOT, OUTPUTS_DIR};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
@@ -137,6 +138,8 @@ impl Gate {
         for file in &options.extra_components {
             registry.add_file(&sandbox, &limits, file).await?;
         }
+        let plugins = crate::plugins::PluginStore::new(&workspace.state_dir());
+        registry.add_plugins(&sandbox, &limits, &plugins).await;
         let mut grant_keys = options.grants.clone();
         if options.allow_writes {
             grant_keys.extend(
@@ -396,6 +399,18 @@ impl Gate {
             let shell = self.shell_command(&tool.info, &v);
             let key = match &shell {
                 Some(k) => k.key.clone(),
+                None if is_fetch(&tool.info) => match fetch_target(&v.input) {
+                    Ok((_, host, _)) => CallKey::with_target(FETCH_TOOL, &host),
+                    Err(message) => {
+                        return Err(error_decision(Observation::error(
+                            tool_name,
+                            call_id,
+                            "bad-url",
+                            message,
+                            Some("pass an absolute http:// or https:// URL".into()),
+                        )))
+                    }
+                },
                 None => key_for(&tool.info, &v.paths),
             };
             let key_text = key.to_string();
@@ -522,7 +537,9 @@ impl Gate {
             let before = self.check_writes(session, &tool, &v.paths, call_id)?;
 
             let allow = |stage: &'static str, source: String| Decision::new("allow", stage, source);
-            let decision = if (risk == Risk::ReadOnly || shell_read_only) && !force_ask {
+            // Plugins are strangers' code: they never skip the ladder as no-permission tools.
+            let no_permission = risk == Risk::ReadOnly && tool.plugin.is_none();
+            let decision = if (no_permission || shell_read_only) && !force_ask {
                 // Stage 6: read tools inside the scope need no grant.
                 Some(allow(
                     "no-permission",
@@ -597,6 +614,15 @@ impl Gate {
         call_id: &str,
     ) -> Result<Validated, (Decision, Observation)> {
         let Some(tool) = self.registry.get(tool_name) else {
+            if let Some(why) = self.registry.refused(tool_name) {
+                return Err(error_decision(Observation::error(
+                    tool_name,
+                    call_id,
+                    "plugin-refused",
+                    format!("the plugin `{tool_name}` was refused when it was loaded: {why}"),
+                    Some("`toolgate plugin list` shows every plugin and its state".into()),
+                )));
+            }
             return Err(error_decision(Observation::error(
                 tool_name,
                 call_id,
@@ -997,6 +1023,7 @@ impl Gate {
             }],
             deny: Some(self.fs_deny.clone()),
             exec: None,
+            ..Capabilities::default()
         };
         let mut limits = self.limits.clone();
         if p.tool.info.ceiling == Ceiling::Session {
@@ -1018,6 +1045,15 @@ impl Gate {
                 call_id: call_id.to_string(),
                 host: self.exec_host.clone(),
             });
+        }
+        if let Some(grant) = &p.tool.plugin {
+            if let Err(o) = self.plugin_capabilities(grant, &mut caps, &mut limits, &name, call_id)
+            {
+                return *o;
+            }
+        }
+        if is_fetch(&p.tool.info) {
+            caps.net = Some(self.fetch_grant(session, &p.input));
         }
         for (scoped, current) in &p.before {
             let (Some(parent), Some(guest_parent)) =
@@ -1080,6 +1116,11 @@ impl Gate {
             .sandbox
             .call(&p.tool.loaded, &caps, &limits, &input, &context)
             .await;
+        let refusals = caps
+            .net
+            .as_ref()
+            .and_then(|n| n.refusals.lock().ok().map(|r| r.clone()))
+            .unwrap_or_default();
         let mut observation = match result {
             Err(e) => limit_or_crash(&name, call_id, e),
             Ok(GuestResult::ToolError(e)) => {
@@ -1110,8 +1151,138 @@ impl Gate {
                 }
             }
         }
+        if !refusals.is_empty() {
+            // What the host refused is part of the result, whatever the guest made of it.
+            if observation.status != Status::Ok {
+                let why = refusals.join("; ");
+                observation.reason = Some(match observation.reason.take() {
+                    Some(r) => format!("{r} (the host refused: {why})"),
+                    None => format!("the host refused: {why}"),
+                });
+            }
+            if let Value::Object(map) = &mut observation.data {
+                map.insert("network_refused".into(), json!(refusals));
+            } else if observation.data.is_null() {
+                observation.data = json!({ "network_refused": refusals });
+            }
+        }
         observation.audit_id = call_id.to_string();
         observation
+    }
+
+    /// A plugin call's capabilities: preopens for its granted paths (each checked against the
+    /// scope now, so a path that became a symlink out of the workspace is not opened), its
+    /// environment variables, its network grant and its limits.
+    fn plugin_capabilities(
+        &self,
+        grant: &crate::plugins::PluginGrant,
+        caps: &mut Capabilities,
+        limits: &mut Limits,
+        name: &str,
+        call_id: &str,
+    ) -> Result<(), Box<Observation>> {
+        caps.preopens.clear();
+        for (paths, access, writable) in [
+            (&grant.fs_read, Access::Read, false),
+            (&grant.fs_write, Access::Write, true),
+        ] {
+            for rel in paths {
+                let scoped = self.workspace.scope(rel, access).map_err(|d| {
+                    Box::new(Observation::error(
+                        name,
+                        call_id,
+                        "plugin-grant",
+                        format!("the plugin's granted path `{rel}` cannot be used: {}", d.reason),
+                        Some("narrow the plugin's [granted] paths in .toolgate/plugins/ or reinstall it".into()),
+                    ))
+                })?;
+                if writable {
+                    if let Err(e) = std::fs::create_dir_all(&scoped.host) {
+                        return Err(Box::new(Observation::error(
+                            name,
+                            call_id,
+                            "io",
+                            Error::io(&scoped.host, e).to_string(),
+                            None,
+                        )));
+                    }
+                } else if !scoped.host.exists() {
+                    continue;
+                }
+                // A granted file (not a directory) is reached through its parent, with the
+                // deny-list in place; preopens are directories.
+                let (host, guest) = if scoped.host.is_dir() {
+                    (scoped.host.clone(), scoped.guest.clone())
+                } else {
+                    match (scoped.host.parent(), guest_parent(&scoped.guest)) {
+                        (Some(h), Some(g)) => (h.to_path_buf(), g),
+                        _ => continue,
+                    }
+                };
+                caps.preopens.push(Preopen {
+                    host,
+                    guest,
+                    writable,
+                });
+            }
+        }
+        caps.env = grant
+            .env
+            .iter()
+            .filter_map(|k| std::env::var(k).ok().map(|v| (k.clone(), v)))
+            .collect();
+        if !grant.http.is_empty() {
+            caps.net = Some(NetGrant {
+                allow: grant.http.clone(),
+                also: None,
+                allow_private: self.policy.network.allow_private.clone(),
+                max_response_bytes: self.policy.network.max_response_bytes,
+                timeout: self.policy.network.timeout,
+                refusals: Default::default(),
+            });
+        }
+        *limits = grant.limits(limits);
+        Ok(())
+    }
+
+    /// The network grant of a `fetch` call: the host that was approved, and, for redirects,
+    /// any host whose `fetch:HOST` key is already allowed without a prompt (a rule, a grant,
+    /// the mode) and not denied or forced to ask by a rule.
+    fn fetch_grant(&self, session: &str, input: &Value) -> NetGrant {
+        let approved: Vec<HostPattern> = fetch_target(input)
+            .ok()
+            .and_then(|(_, host, _)| HostPattern::parse(&host).ok())
+            .into_iter()
+            .collect();
+        let policy = self.policy.clone();
+        let allow_all = self.mode() == Mode::AllowAll;
+        let mut patterns: Vec<KeyPattern> = self.cli_grants.clone();
+        patterns.extend(
+            self.state
+                .session_grants(session)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|g| KeyPattern::parse(g).ok()),
+        );
+        if let Ok(grants) = self.project_grants.current() {
+            patterns.extend(grants.into_iter().map(|g| g.pattern));
+        }
+        let also: crate::sandbox::net::HostCheck = Arc::new(move |host: &str| {
+            let key = CallKey::with_target(FETCH_TOOL, host);
+            match policy.strictest(&key).map(|r| r.decision) {
+                Some(RuleDecision::Deny) | Some(RuleDecision::Ask) => false,
+                Some(RuleDecision::Allow) => true,
+                None => allow_all || patterns.iter().any(|p| p.matches(&key)),
+            }
+        });
+        NetGrant {
+            allow: vec![approved],
+            also: Some(also),
+            allow_private: self.policy.network.allow_private.clone(),
+            max_response_bytes: self.policy.network.max_response_bytes,
+            timeout: self.policy.network.timeout,
+            refusals: Default::default(),
+        }
     }
 
     fn ok_observation(&self, name: &str, call_id: &str, out: wit::Output) -> Observation {
@@ -1176,6 +1347,41 @@ struct Prepared {
     decision: Decision,
     /// For the shell: the one command the exec capability may run in this call.
     exec: Option<ApprovedCommand>,
+}
+
+/// The built-in network tool.
+const FETCH_TOOL: &str = "fetch";
+
+fn is_fetch(info: &ToolInfo) -> bool {
+    info.builtin && info.name == FETCH_TOOL
+}
+
+/// `(scheme, host, port)` of a fetch call's `url`, lowercased; the host is what the call is
+/// keyed on (`fetch:api.github.com`).
+fn fetch_target(input: &Value) -> std::result::Result<(String, String, u16), String> {
+    let url = input.get("url").and_then(Value::as_str).unwrap_or_default();
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e| format!("`url` is not a valid URL ({e}): `{url}`"))?;
+    let scheme = uri.scheme_str().unwrap_or_default().to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return Err(format!(
+            "`url` must start with http:// or https://: `{url}`"
+        ));
+    }
+    let host = uri
+        .host()
+        .map(|h| {
+            h.trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_ascii_lowercase()
+        })
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| format!("`url` has no host: `{url}`"))?;
+    let port = uri
+        .port_u16()
+        .unwrap_or(if scheme == "https" { 443 } else { 80 });
+    Ok((scheme, host, port))
 }
 
 /// A call that passed stages 1–2.

@@ -102,6 +102,31 @@ pub struct Policy {
     pub require_confinement: bool,
     /// The shell's settings besides confinement (`[shell]`).
     pub shell: ShellPolicy,
+    /// Outgoing HTTP for `fetch` and plugins (`[network]`).
+    pub network: NetworkPolicy,
+}
+
+/// `[network]` settings: budgets for every request, and the private addresses that may be
+/// reached at all.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NetworkPolicy {
+    /// Hosts or addresses that may resolve to loopback, private or link-local addresses. Empty
+    /// by default: no tool reaches the user's own network unless the policy names it.
+    pub allow_private: Vec<crate::sandbox::net::HostPattern>,
+    /// Most response-body bytes one request may deliver (default 10 MiB).
+    pub max_response_bytes: u64,
+    /// Bound on connecting and waiting for a response head (default 30 s).
+    pub timeout: Duration,
+}
+
+impl Default for NetworkPolicy {
+    fn default() -> Self {
+        NetworkPolicy {
+            allow_private: Vec::new(),
+            max_response_bytes: 10 << 20,
+            timeout: Duration::from_secs(30),
+        }
+    }
 }
 
 /// `[shell]` settings: they can only make the shell stricter, except `network` and `env`,
@@ -133,6 +158,16 @@ struct PolicyFile {
     #[serde(default)]
     hooks: Vec<HookSpec>,
     shell: Option<ShellFile>,
+    network: Option<NetworkFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NetworkFile {
+    #[serde(default)]
+    allow_private: Vec<String>,
+    max_response_bytes: Option<u64>,
+    timeout_ms: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -315,6 +350,25 @@ impl Policy {
                 });
             }
         }
+        let mut network = NetworkPolicy::default();
+        if let Some(n) = &file.network {
+            for text in &n.allow_private {
+                match crate::sandbox::net::HostPattern::parse(text) {
+                    Ok(p) => network.allow_private.push(p),
+                    Err(message) => problems.push(Problem {
+                        location: format!("{origin} [network] allow_private"),
+                        message,
+                        severity: "error",
+                    }),
+                }
+            }
+            if let Some(b) = n.max_response_bytes {
+                network.max_response_bytes = b;
+            }
+            if let Some(ms) = n.timeout_ms {
+                network.timeout = Duration::from_millis(ms);
+            }
+        }
         let mut limits = Limits::default();
         if let Some(l) = &file.limits {
             if let Some(ms) = l.timeout_ms {
@@ -356,6 +410,7 @@ impl Policy {
                     max_processes: s.max_processes,
                 })
                 .unwrap_or_default(),
+            network,
         })
     }
 

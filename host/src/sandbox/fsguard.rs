@@ -801,6 +801,7 @@ mod tests {
             }],
             deny: guarded.then(|| Arc::new(deny(root))),
             exec: None,
+            ..Capabilities::default()
         };
         let context = wit::CallContext {
             workspace_root: GUEST_ROOT.to_string(),

@@ -4,6 +4,7 @@
 mod cache;
 mod fsguard;
 mod limits;
+pub mod net;
 mod wasi;
 
 pub use fsguard::FsDeny;
@@ -91,6 +92,19 @@ pub(crate) struct CallState {
     fsguard: fsguard::FsGuard,
     /// What this call may do with the host exec capability (`None`: nothing).
     exec: Option<crate::exec::ExecGrant>,
+    /// `wasi:http` state; requests go through `net`, which checks them against the grant.
+    http: wasmtime_wasi_http::WasiHttpCtx,
+    net: net::NetHooks,
+}
+
+impl wasmtime_wasi_http::WasiHttpView for CallState {
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        wasmtime_wasi_http::WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.net,
+        }
+    }
 }
 
 impl WasiView for CallState {
@@ -222,6 +236,8 @@ impl Sandbox {
             |s| s,
         )
         .map_err(|e| Error::Sandbox(format!("linking toolgate:host/exec: {e:#}")))?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+            .map_err(|e| Error::Sandbox(format!("linking wasi:http: {e:#}")))?;
 
         let stop_ticker = Arc::new(AtomicBool::new(false));
         {
@@ -336,6 +352,10 @@ impl Sandbox {
                 limits: store_limits,
                 fsguard: fsguard::FsGuard::new(caps.deny.clone()),
                 exec: caps.exec.clone(),
+                http: wasmtime_wasi_http::WasiHttpCtx::new(),
+                net: net::NetHooks {
+                    grant: caps.net.clone(),
+                },
             },
         );
         store.limiter(|s| &mut s.limits);

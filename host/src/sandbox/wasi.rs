@@ -30,6 +30,10 @@ pub struct Capabilities {
     /// The host exec capability for this call: the one approved command, or this session's
     /// jobs (`None`: the exec functions refuse).
     pub exec: Option<crate::exec::ExecGrant>,
+    /// Outgoing HTTP through the host (`None`: every request is refused).
+    pub net: Option<super::net::NetGrant>,
+    /// Environment variables the guest sees (none unless a plugin's grant names them).
+    pub env: Vec<(String, String)>,
 }
 
 impl Capabilities {
@@ -48,6 +52,9 @@ impl Capabilities {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
+        for (k, v) in &self.env {
+            builder.env(k, v);
+        }
         for p in &self.preopens {
             let perms = if p.writable {
                 FsPerms::ReadWrite

@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::gate::scope::Access;
+use crate::plugins::{PluginGrant, PluginStore};
 use crate::sandbox::{wit, Limits, Loaded, Sandbox};
 use serde::Serialize;
 use serde_json::Value;
@@ -73,6 +74,13 @@ pub const BUILTINS: &[(&str, &[u8])] = &[
         include_bytes!(concat!(
             env!("TOOLGATE_GUEST_DIR"),
             "/toolgate_tool_job_output.wasm"
+        )),
+    ),
+    (
+        "fetch",
+        include_bytes!(concat!(
+            env!("TOOLGATE_GUEST_DIR"),
+            "/toolgate_tool_fetch.wasm"
         )),
     ),
     (
@@ -149,6 +157,9 @@ pub struct ToolInfo {
     pub digest: String,
     /// Whether it is carried in the binary.
     pub builtin: bool,
+    /// The plugin it comes from, for plugin tools.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
 }
 
 /// How a path field is used, as declared by the tool.
@@ -176,12 +187,16 @@ pub struct RegisteredTool {
     pub info: ToolInfo,
     pub(crate) loaded: Loaded,
     pub(crate) validator: jsonschema::Validator,
+    /// For a plugin: what its calls may have (request ∩ grant).
+    pub(crate) plugin: Option<Arc<PluginGrant>>,
 }
 
 /// All tools the host serves, by name.
 #[derive(Default)]
 pub struct Registry {
     tools: BTreeMap<String, Arc<RegisteredTool>>,
+    /// Plugins refused at load, by tool name, with the reason.
+    refused: BTreeMap<String, String>,
 }
 
 impl Registry {
@@ -230,6 +245,32 @@ impl Registry {
         Ok(info)
     }
 
+    /// Load the workspace's installed plugins. A plugin that fails a check is not served;
+    /// calling it returns the reason ([`Registry::refused`]).
+    pub async fn add_plugins(&mut self, sandbox: &Sandbox, limits: &Limits, store: &PluginStore) {
+        let (ok, refused) = store.load_all(sandbox, limits).await;
+        for tool in ok {
+            let name = tool.info.name.clone();
+            if let Err(e) = self.insert(tool) {
+                self.refused.insert(name, e.to_string());
+            }
+        }
+        for (name, why) in refused {
+            tracing::warn!(plugin = %name, reason = %why, "plugin refused");
+            self.refused.insert(name, why);
+        }
+    }
+
+    /// Why the plugin tool `name` was refused at load, if it was.
+    pub fn refused(&self, name: &str) -> Option<&str> {
+        self.refused.get(name).map(String::as_str)
+    }
+
+    /// Every refused plugin tool with the reason.
+    pub fn all_refused(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.refused.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
     fn insert(&mut self, tool: RegisteredTool) -> Result<()> {
         let name = tool.info.name.clone();
         if self.tools.contains_key(&name) {
@@ -256,6 +297,35 @@ impl Registry {
     pub fn names(&self) -> Vec<&str> {
         self.tools.keys().map(String::as_str).collect()
     }
+}
+
+/// Describe a plugin component: its own name must be the manifest's, it is served as
+/// `plugin__NAME`, and its risk also reflects what its grant lets it do.
+pub(crate) async fn describe_plugin(
+    sandbox: &Sandbox,
+    limits: &Limits,
+    loaded: Loaded,
+    grant: PluginGrant,
+) -> Result<RegisteredTool> {
+    let mut tool = describe(sandbox, limits, loaded, Some(&grant.name), false)
+        .await
+        .map_err(|e| match e {
+            Error::ComponentLoad { message, .. } => Error::Plugin {
+                name: grant.name.clone(),
+                message: format!("{message} (the component's name must be the manifest's `name`)"),
+            },
+            other => other,
+        })?;
+    if !grant.fs_write.is_empty() {
+        tool.info.risk = tool.info.risk.max(Risk::Write);
+    }
+    if !grant.http.is_empty() {
+        tool.info.risk = tool.info.risk.max(Risk::Network);
+    }
+    tool.info.name = crate::plugins::tool_name(&grant.name);
+    tool.info.plugin = Some(grant.name.clone());
+    tool.plugin = Some(Arc::new(grant));
+    Ok(tool)
 }
 
 async fn describe(
@@ -347,11 +417,13 @@ async fn describe(
         imports: loaded.imports.clone(),
         digest: loaded.digest.clone(),
         builtin,
+        plugin: None,
     };
     Ok(RegisteredTool {
         info,
         loaded,
         validator,
+        plugin: None,
     })
 }
 

@@ -1,0 +1,338 @@
+//! `fetch`: one HTTP(S) request, following up to [`MAX_REDIRECTS`] redirects, with the body
+//! as text.
+//!
+//! The host only lets requests to the hosts on this tool's network allowlist through and
+//! refuses private, loopback and link-local addresses; a refused request is a tool error with
+//! the `wasi:http` error code (`http-request-denied`, `destination-ip-prohibited`, ...). At
+//! most `max_bytes` of the body are read; the content is the body decoded as UTF-8 (lossy),
+//! cut to the output budget, and says when it was cut. A body with NUL bytes in its first
+//! 8 KiB is treated as binary and not shown. A non-2xx status is still a successful call: the
+//! status is in the summary, the content and `data`.
+
+use toolgate_guest::http::{self, Request, Response};
+use toolgate_guest::text;
+use toolgate_guest::{json, serde_json, Context, Descriptor, Output, Risk, Tool, ToolError, Value};
+
+/// Body bytes read when `max_bytes` is not given.
+pub const DEFAULT_MAX_BYTES: u64 = 1 << 20;
+/// The largest `max_bytes` accepted.
+pub const MAX_MAX_BYTES: u64 = 10 << 20;
+/// Redirects followed before giving up.
+pub const MAX_REDIRECTS: u32 = 5;
+/// The methods accepted.
+pub const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
+/// Bytes kept free in the output budget for the closing notes.
+const NOTE_RESERVE: usize = 512;
+
+struct Fetch;
+
+impl Tool for Fetch {
+    fn describe() -> Descriptor {
+        Descriptor::new(
+            "fetch",
+            "Make an HTTP(S) request and return the response body as text. Follows up to 5 \
+             redirects. Only hosts on this tool's network allowlist can be reached, and private \
+             or loopback addresses are refused; a refused request fails with code \
+             `http-request-denied` or `destination-ip-prohibited`. At most `max_bytes` of the \
+             body are read (default 1 MiB) and the text is cut to the output limit; the output \
+             says when it was cut. Binary bodies are not shown. Any status (404, 500, ...) is \
+             returned as a normal result; response headers are in `data.headers`.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "url": {"type": "string", "description": "Absolute http:// or https:// URL."},
+                    "method": {"type": "string", "enum": METHODS, "description": "HTTP method. Default GET."},
+                    "headers": {
+                        "type": "object",
+                        "additionalProperties": {"type": "string"},
+                        "description": "Request headers, e.g. {\"accept\": \"application/json\"}."
+                    },
+                    "body": {"type": "string", "description": "Request body (for POST, PUT, PATCH, DELETE)."},
+                    "max_bytes": {"type": "integer", "minimum": 1, "maximum": MAX_MAX_BYTES, "description": "The most body bytes to read. Default 1048576."}
+                },
+                "required": ["url"],
+                "additionalProperties": false
+            }),
+            Risk::Network,
+        )
+    }
+
+    fn call(input: Value, cx: &Context) -> Result<Output, ToolError> {
+        run(&input, cx).map(Report::into_output)
+    }
+}
+
+toolgate_guest::register_tool!(Fetch);
+
+/// A call's result before it becomes an [`Output`] (whose fields are private), so tests can
+/// look at it.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub summary: String,
+    pub content: String,
+    pub truncated: bool,
+    /// `(unit, seen, returned)`.
+    pub totals: Vec<(&'static str, u64, u64)>,
+    pub data: Value,
+}
+
+impl Report {
+    pub fn into_output(self) -> Output {
+        let mut out = Output::new(self.summary, self.content).truncated(self.truncated);
+        for (unit, seen, returned) in self.totals {
+            out = out.total(unit, seen, returned);
+        }
+        out.data(self.data)
+    }
+}
+
+fn bad_input(message: impl Into<String>) -> ToolError {
+    ToolError::new("bad-input", message)
+}
+
+/// The request and `max_bytes` an input asks for.
+pub fn parse_input(input: &Value) -> Result<(Request, usize), ToolError> {
+    let url = match input.get("url").and_then(Value::as_str) {
+        Some(u) if !u.trim().is_empty() => u.trim().to_string(),
+        _ => {
+            return Err(bad_input(
+                "`url` is required: an absolute http:// or https:// URL",
+            ))
+        }
+    };
+    http::Url::parse(&url).map_err(|e| ToolError::new(&e.code, e.message))?;
+    let method = match input.get("method") {
+        None | Some(Value::Null) => "GET".to_string(),
+        Some(Value::String(m)) if METHODS.contains(&m.to_ascii_uppercase().as_str()) => {
+            m.to_ascii_uppercase()
+        }
+        Some(other) => {
+            return Err(bad_input(format!(
+                "`method` {other} is not supported; use one of {}",
+                METHODS.join(", ")
+            )))
+        }
+    };
+    let mut headers = Vec::new();
+    match input.get("headers") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(map)) => {
+            for (name, value) in map {
+                match value.as_str() {
+                    Some(v) => headers.push((name.clone(), v.to_string())),
+                    None => {
+                        return Err(bad_input(format!(
+                            "header `{name}` must be a string, not {value}"
+                        )))
+                    }
+                }
+            }
+        }
+        Some(other) => {
+            return Err(bad_input(format!(
+                "`headers` must be an object of strings, not {other}"
+            )))
+        }
+    }
+    let body = match input.get("body") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(b)) => Some(b.clone().into_bytes()),
+        Some(other) => return Err(bad_input(format!("`body` must be a string, not {other}"))),
+    };
+    if body.is_some() && (method == "GET" || method == "HEAD") {
+        return Err(bad_input(format!(
+            "a {method} request cannot carry a body; use POST, PUT, PATCH or DELETE, or drop `body`"
+        )));
+    }
+    let max_bytes = match input.get("max_bytes") {
+        None | Some(Value::Null) => DEFAULT_MAX_BYTES,
+        Some(v) => match v.as_u64() {
+            Some(n) if (1..=MAX_MAX_BYTES).contains(&n) => n,
+            _ => {
+                return Err(bad_input(format!(
+                    "`max_bytes` must be an integer from 1 to {MAX_MAX_BYTES}, not {v}"
+                )))
+            }
+        },
+    };
+    let max_bytes = usize::try_from(max_bytes).unwrap_or(usize::MAX);
+    Ok((
+        Request {
+            method,
+            url,
+            headers,
+            body,
+        },
+        max_bytes,
+    ))
+}
+
+/// The tool's logic, callable outside a component (where every request fails with
+/// `unsupported`).
+pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
+    let (req, max_bytes) = parse_input(input)?;
+    let (method, url) = (req.method.clone(), req.url.clone());
+    let resp = http::fetch(req, max_bytes, MAX_REDIRECTS).map_err(|e| {
+        ToolError::new(&e.code, e.message.clone())
+            .data(json!({"url": url, "method": method, "code": e.code}))
+    })?;
+    Ok(render(
+        &method,
+        &url,
+        max_bytes,
+        &resp,
+        cx.max_output_bytes(),
+    ))
+}
+
+/// Whether a body looks binary: a NUL byte in its first 8 KiB.
+pub fn looks_binary(body: &[u8]) -> bool {
+    text::has_nul_prefix(body)
+}
+
+/// The media type of a `content-type` value, without parameters: `text/html`.
+pub fn media_type(content_type: Option<&str>) -> Option<String> {
+    let t = content_type?.split(';').next()?.trim().to_ascii_lowercase();
+    (!t.is_empty()).then_some(t)
+}
+
+/// The end of the longest prefix of `body` that fits in `budget` bytes, cut before a UTF-8
+/// continuation byte and, when there is one in the second half, just after a newline.
+pub fn cut_point(body: &[u8], budget: usize) -> usize {
+    if body.len() <= budget {
+        return body.len();
+    }
+    let mut cut = budget;
+    while cut > 0 && body.get(cut).is_some_and(|b| b & 0xC0 == 0x80) {
+        cut -= 1;
+    }
+    match body[..cut].iter().rposition(|&b| b == b'\n') {
+        Some(i) if i + 1 >= cut / 2 => i + 1,
+        _ => cut,
+    }
+}
+
+/// Turn a response into the tool's output for a `method` request to `url`.
+pub fn render(
+    method: &str,
+    url: &str,
+    max_bytes: usize,
+    resp: &Response,
+    max_output_bytes: usize,
+) -> Report {
+    let seen = resp.body_bytes_seen.max(resp.body.len() as u64);
+    let ctype = media_type(resp.header("content-type"));
+    let binary = looks_binary(&resp.body);
+    let budget = max_output_bytes.saturating_sub(NOTE_RESERVE).max(1);
+
+    let mut content;
+    let returned: u64;
+    let mut cut_by_budget = false;
+    if binary {
+        content = format!(
+            "[binary body: {seen} bytes of {}; not shown]\n",
+            ctype.as_deref().unwrap_or("unknown type")
+        );
+        returned = 0;
+    } else if resp.body.is_empty() {
+        content = if resp.truncated {
+            String::new()
+        } else {
+            "[empty body]\n".to_string()
+        };
+        returned = 0;
+    } else {
+        let cut = cut_point(&resp.body, budget);
+        let mut text = String::from_utf8_lossy(&resp.body[..cut]).into_owned();
+        let mut kept = cut as u64;
+        if text.len() > budget {
+            // Invalid UTF-8 grew into replacement characters: cut the text itself.
+            let mut end = budget;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+            kept = kept.min(end as u64);
+        }
+        cut_by_budget = cut < resp.body.len();
+        content = text;
+        returned = kept;
+    }
+    if cut_by_budget {
+        if !content.ends_with('\n') {
+            content.push('\n');
+        }
+        content.push_str(&format!(
+            "[truncated: showing the first {returned} of {} body bytes (output limit {max_output_bytes} bytes)]\n",
+            resp.body.len()
+        ));
+    }
+    if resp.truncated {
+        if !content.is_empty() && !content.ends_with('\n') {
+            content.push('\n');
+        }
+        content.push_str(&format!(
+            "[body cut at max_bytes={max_bytes}: the response is longer; read {seen} bytes. Raise max_bytes (up to {MAX_MAX_BYTES}) to read more]\n"
+        ));
+    }
+    let truncated = resp.truncated || cut_by_budget || (binary && seen > 0);
+
+    let mut summary = format!(
+        "{method} {url} -> {} ({seen}{} bytes, {})",
+        resp.status,
+        if resp.truncated { "+" } else { "" },
+        ctype.as_deref().unwrap_or("no content-type")
+    );
+    if !resp.redirects.is_empty() {
+        summary.push_str(&format!(
+            " after {} redirect{} to {}",
+            resp.redirects.len(),
+            if resp.redirects.len() == 1 { "" } else { "s" },
+            resp.url
+        ));
+    }
+    if truncated {
+        summary.push_str(if binary {
+            ", binary not shown"
+        } else {
+            ", cut"
+        });
+    }
+
+    let mut headers = serde_json::Map::new();
+    for (name, value) in &resp.headers {
+        let name = name.to_ascii_lowercase();
+        match headers.get_mut(&name) {
+            Some(Value::String(prev)) => {
+                prev.push_str(", ");
+                prev.push_str(value);
+            }
+            _ => {
+                headers.insert(name, Value::String(value.clone()));
+            }
+        }
+    }
+    Report {
+        summary,
+        content,
+        truncated,
+        totals: vec![("bytes", seen, returned)],
+        data: json!({
+            "status": resp.status,
+            "method": method,
+            "url": url,
+            "final_url": resp.url,
+            "redirects": resp.redirects,
+            "headers": headers,
+            "content_type": ctype,
+            "binary": binary,
+            "body_bytes": seen,
+            "returned_bytes": returned,
+            "cut_at_max_bytes": resp.truncated,
+        }),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests;

@@ -1,0 +1,480 @@
+//! Third-party plugins: a stranger's component plus its manifest, installed into the workspace
+//! under `.toolgate/plugins/NAME/` (`component.wasm` and `plugin.toml`).
+//!
+//! - **Install** (`toolgate plugin add`): the manifest is validated, the component's sha256
+//!   checked against it (when it names one), the component compiled, its imports checked
+//!   against what it asks for, and its self-description read. The user sees all of that before
+//!   anything is written. The record keeps the digest and what the user granted.
+//! - **Load** (every start): a component whose bytes no longer match the recorded digest, or
+//!   that imports an interface the grant does not cover, is refused, and calling it says why.
+//! - **Call**: the plugin gets the intersection of what its manifest requests and what the user
+//!   granted: read-only preopens for `fs_read`, writable ones for `fs_write` (both only inside
+//!   the workspace, with the secrets deny-list and `.toolgate/` guarded at the WASI boundary),
+//!   HTTP to hosts on both lists (through the host, see [`crate::sandbox::net`]), the named
+//!   environment variables, limits capped by the policy. Plugin tools are never
+//!   "no-permission" tools: every call walks the ladder, keyed `plugin__NAME[:target]`.
+
+pub mod manifest;
+
+use crate::error::{Error, Result};
+use crate::sandbox::net::HostPattern;
+use crate::sandbox::{Limits, Loaded, Sandbox};
+pub use manifest::{CapabilitySet, Manifest, PluginLimits};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Every plugin tool's name starts with this, so no plugin can shadow a built-in (or, since
+/// plugin names are unique, another plugin).
+pub const TOOL_PREFIX: &str = "plugin__";
+
+/// The file a plugin directory's record lives in.
+pub const RECORD_FILE: &str = "plugin.toml";
+/// The installed copy of the component.
+pub const COMPONENT_FILE: &str = "component.wasm";
+
+/// The served tool name of plugin `name`.
+pub fn tool_name(name: &str) -> String {
+    format!("{TOOL_PREFIX}{name}")
+}
+
+/// What `plugin add` writes: the manifest as installed, plus the digest and the grant.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    /// The plugin's name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// What it does.
+    #[serde(default)]
+    pub description: String,
+    /// The WIT world it implements.
+    pub wit: String,
+    /// Hex sha256 of `component.wasm` at install: checked at every load.
+    pub sha256: String,
+    /// Where the component was installed from.
+    #[serde(default)]
+    pub source: String,
+    /// What the manifest requests.
+    #[serde(default)]
+    pub capabilities: CapabilitySet,
+    /// What the user granted. A call gets what is in both; editing this by hand can only
+    /// narrow what the plugin gets.
+    #[serde(default)]
+    pub granted: CapabilitySet,
+    /// The manifest's limits.
+    #[serde(default)]
+    pub limits: PluginLimits,
+}
+
+/// What one plugin call may have: the intersection of request and grant.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PluginGrant {
+    /// The plugin's name (without the prefix).
+    pub name: String,
+    /// Workspace-relative paths it may read.
+    pub fs_read: Vec<String>,
+    /// Workspace-relative paths it may write.
+    pub fs_write: Vec<String>,
+    /// `[requested, granted]` host lists; a request must match both. Empty: no network.
+    pub http: Vec<Vec<HostPattern>>,
+    /// Environment variable names it sees.
+    pub env: Vec<String>,
+    /// Its limits from the manifest (the gate caps them at the policy's).
+    pub limits: PluginLimits,
+}
+
+impl PluginGrant {
+    /// Requested ∩ granted.
+    pub fn effective(record: &Record) -> Result<PluginGrant> {
+        let (fs_read, fs_write, env) = record.capabilities.intersect_paths_and_env(&record.granted);
+        let parse = |list: &[String]| -> Result<Vec<HostPattern>> {
+            list.iter()
+                .map(|h| {
+                    HostPattern::parse(h).map_err(|m| Error::Plugin {
+                        name: record.name.clone(),
+                        message: format!("http pattern {m}"),
+                    })
+                })
+                .collect()
+        };
+        let requested = parse(&record.capabilities.http)?;
+        let granted = parse(&record.granted.http)?;
+        let http = if requested.is_empty() || granted.is_empty() {
+            Vec::new()
+        } else {
+            vec![requested, granted]
+        };
+        Ok(PluginGrant {
+            name: record.name.clone(),
+            fs_read,
+            fs_write,
+            http,
+            env,
+            limits: record.limits.clone(),
+        })
+    }
+
+    /// The limits of a call: the policy's, lowered (never raised) by the manifest's.
+    pub fn limits(&self, policy: &Limits) -> Limits {
+        let mut l = policy.clone();
+        if let Some(ms) = self.limits.timeout_ms {
+            l.timeout = l.timeout.min(Duration::from_millis(ms));
+        }
+        if let Some(mb) = self.limits.memory_mb {
+            let bytes = usize::try_from(mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
+            l.max_memory_bytes = l.max_memory_bytes.min(bytes);
+        }
+        if let Some(b) = self.limits.max_output_bytes {
+            l.max_output_bytes = l
+                .max_output_bytes
+                .min(usize::try_from(b).unwrap_or(usize::MAX));
+        }
+        l
+    }
+}
+
+/// Check a component's imports against a grant. Interfaces every tool may import (I/O
+/// streams, clocks, random, the CLI basics with an empty environment unless granted, the
+/// toolgate types) pass; the filesystem only with an `fs_read`/`fs_write` grant; `wasi:http`
+/// only with an `http` grant; sockets, the host exec capability and anything unknown never.
+pub fn check_imports(imports: &[String], grant: &PluginGrant) -> std::result::Result<(), String> {
+    const ALWAYS: &[&str] = &[
+        "wasi:io/",
+        "wasi:clocks/",
+        "wasi:random/",
+        "wasi:cli/",
+        "toolgate:tool/types@0.1.",
+    ];
+    let fs = !grant.fs_read.is_empty() || !grant.fs_write.is_empty();
+    let http = !grant.http.is_empty();
+    let mut problems = Vec::new();
+    for import in imports {
+        if ALWAYS.iter().any(|p| import.starts_with(p)) {
+            continue;
+        }
+        if import.starts_with("wasi:filesystem/") {
+            if !fs {
+                problems.push(format!(
+                    "it imports `{import}` but has no filesystem grant: request `fs_read`/`fs_write` paths in the manifest (and grant them), or build it without filesystem access"
+                ));
+            }
+            continue;
+        }
+        if import.starts_with("wasi:http/") {
+            if !http {
+                problems.push(format!(
+                    "it imports `{import}` but has no network grant: request the hosts it needs under `http` in the manifest (and grant them)"
+                ));
+            }
+            continue;
+        }
+        if import.starts_with("wasi:sockets/") {
+            problems.push(format!(
+                "it imports `{import}`: raw sockets are never granted to plugins; make HTTP requests through wasi:http with an `http` grant instead"
+            ));
+            continue;
+        }
+        if import.starts_with(crate::tools::registry::EXEC_INTERFACE_PREFIX) {
+            problems.push(format!(
+                "it imports `{import}`: plugins cannot run host processes in this version of toolgate"
+            ));
+            continue;
+        }
+        problems.push(format!(
+            "it imports `{import}`, an interface toolgate does not grant to plugins"
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// Hex sha256 of some bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// The plugins installed in one workspace.
+pub struct PluginStore {
+    dir: PathBuf,
+}
+
+/// A component checked and ready to be written by [`PendingInstall::commit`].
+pub struct PendingInstall {
+    /// The record that will be written.
+    pub record: Record,
+    /// What the component imports.
+    pub imports: Vec<String>,
+    /// Its self-description.
+    pub tool: crate::tools::ToolInfo,
+    /// Whether a plugin of this name is installed already (and will be replaced).
+    pub replaces: Option<Record>,
+    bytes: Vec<u8>,
+    dir: PathBuf,
+    /// Why the manifest has no digest, if it has none: shown to the user.
+    pub unsigned: bool,
+}
+
+impl PluginStore {
+    /// The store of the workspace whose state directory is `state_dir` (`.toolgate/`).
+    pub fn new(state_dir: &Path) -> Self {
+        PluginStore {
+            dir: state_dir.join("plugins"),
+        }
+    }
+
+    /// Where plugins are kept.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Check a component and its manifest without writing anything. The user is shown the
+    /// result and then [`PendingInstall::commit`] writes it.
+    pub async fn prepare(
+        &self,
+        sandbox: &Sandbox,
+        limits: &Limits,
+        component: &Path,
+        manifest: &Path,
+    ) -> Result<PendingInstall> {
+        let label = component.display().to_string();
+        let text = std::fs::read_to_string(manifest).map_err(|e| Error::io(manifest, e))?;
+        let m = Manifest::parse(&manifest.display().to_string(), &text).map_err(|message| {
+            Error::Plugin {
+                name: label.clone(),
+                message,
+            }
+        })?;
+        let bytes = std::fs::read(component).map_err(|e| Error::io(component, e))?;
+        let digest = sha256_hex(&bytes);
+        if let Some(expected) = &m.sha256 {
+            if !expected.eq_ignore_ascii_case(&digest) {
+                return Err(Error::Plugin {
+                    name: m.name.clone(),
+                    message: format!(
+                        "{label} has sha256 {digest}, but the manifest says {expected}: this is not the component the manifest describes"
+                    ),
+                });
+            }
+        }
+        let record = Record {
+            name: m.name.clone(),
+            version: m.version.clone(),
+            description: m.description.clone(),
+            wit: m.wit.clone(),
+            sha256: digest,
+            source: std::fs::canonicalize(component)
+                .unwrap_or_else(|_| component.to_path_buf())
+                .display()
+                .to_string(),
+            granted: m.capabilities.clone(),
+            capabilities: m.capabilities.clone(),
+            limits: m.limits.clone(),
+        };
+        let (loaded, tool) = load_checked(sandbox, limits, &record, &bytes).await?;
+        let dir = self.dir.join(&record.name);
+        let replaces = if dir.join(RECORD_FILE).exists() {
+            read_record(&dir.join(RECORD_FILE)).ok()
+        } else {
+            None
+        };
+        Ok(PendingInstall {
+            imports: loaded.imports.clone(),
+            tool: tool.info,
+            unsigned: m.sha256.is_none(),
+            record,
+            replaces,
+            bytes,
+            dir,
+        })
+    }
+
+    /// Every installed plugin's record (or why it cannot be read), by name.
+    pub fn list(&self) -> Vec<(String, std::result::Result<Record, String>)> {
+        let mut out = Vec::new();
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return out;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if !path.is_dir() {
+                continue;
+            }
+            let name = entry.file_name().to_string_lossy().to_string();
+            out.push((name, read_record(&path.join(RECORD_FILE))));
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// Remove a plugin. `Ok(false)` when none of that name is installed.
+    pub fn remove(&self, name: &str) -> Result<bool> {
+        let name = name.strip_prefix(TOOL_PREFIX).unwrap_or(name);
+        if !manifest::valid_plugin_name(name) {
+            return Ok(false);
+        }
+        let dir = self.dir.join(name);
+        if !dir.exists() {
+            return Ok(false);
+        }
+        std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        Ok(true)
+    }
+
+    /// Load every installed plugin: the ones that pass every check, and the refused ones with
+    /// the reason.
+    pub async fn load_all(
+        &self,
+        sandbox: &Sandbox,
+        limits: &Limits,
+    ) -> (
+        Vec<crate::tools::registry::RegisteredTool>,
+        Vec<(String, String)>,
+    ) {
+        let mut ok = Vec::new();
+        let mut refused = Vec::new();
+        for (dir_name, record) in self.list() {
+            let served = tool_name(&dir_name);
+            let record = match record {
+                Ok(r) if r.name == dir_name => r,
+                Ok(r) => {
+                    refused.push((
+                        served,
+                        format!(
+                            "its record calls it `{}` but it is installed as `{dir_name}`; reinstall it with `toolgate plugin add`",
+                            r.name
+                        ),
+                    ));
+                    continue;
+                }
+                Err(why) => {
+                    refused.push((served, why));
+                    continue;
+                }
+            };
+            let file = self.dir.join(&dir_name).join(COMPONENT_FILE);
+            let bytes = match std::fs::read(&file) {
+                Ok(b) => b,
+                Err(e) => {
+                    refused.push((
+                        served,
+                        format!(
+                            "{}: {e}; reinstall it with `toolgate plugin add`",
+                            file.display()
+                        ),
+                    ));
+                    continue;
+                }
+            };
+            let digest = sha256_hex(&bytes);
+            if digest != record.sha256 {
+                refused.push((
+                    served,
+                    format!(
+                        "{} has sha256 {digest} but {} was recorded at install: the component changed since it was installed and is refused; reinstall it with `toolgate plugin add` if the change is yours",
+                        file.display(),
+                        record.sha256
+                    ),
+                ));
+                continue;
+            }
+            match load_checked(sandbox, limits, &record, &bytes).await {
+                Ok((_, tool)) => ok.push(tool),
+                Err(e) => refused.push((served, e.to_string())),
+            }
+        }
+        (ok, refused)
+    }
+}
+
+impl PendingInstall {
+    /// Write the component and its record (each atomically).
+    pub fn commit(self) -> Result<Record> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        let component = self.dir.join(COMPONENT_FILE);
+        crate::fsutil::write_atomic(&component, &self.bytes)
+            .map_err(|e| Error::io(&component, e))?;
+        let body = toml::to_string_pretty(&self.record).map_err(|e| Error::Plugin {
+            name: self.record.name.clone(),
+            message: format!("the record cannot be written: {e}"),
+        })?;
+        let text = format!(
+            "# Written by `toolgate plugin add`; checked at every load.\n\
+             # [capabilities] is what the manifest requests, [granted] what you allowed: a call gets\n\
+             # only what is in both, so editing [granted] can narrow the plugin, never widen it.\n\
+             # `sha256` is the digest of component.wasm: a changed component is refused.\n\n{body}"
+        );
+        let path = self.dir.join(RECORD_FILE);
+        crate::fsutil::write_atomic(&path, text.as_bytes()).map_err(|e| Error::io(&path, e))?;
+        Ok(self.record)
+    }
+}
+
+fn read_record(path: &Path) -> std::result::Result<Record, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "{}: {e}; reinstall it with `toolgate plugin add` or remove it",
+            path.display()
+        )
+    })?;
+    let record: Record = toml::from_str(&text).map_err(|e| {
+        format!(
+            "{}: {}; fix it, reinstall with `toolgate plugin add`, or `toolgate plugin remove` it",
+            path.display(),
+            e.message()
+        )
+    })?;
+    let problems = [
+        record.capabilities.validate("capabilities"),
+        record.granted.validate("granted"),
+    ];
+    for p in problems {
+        p.map_err(|m| format!("{}: {m}", path.display()))?;
+    }
+    if !manifest::valid_plugin_name(&record.name) {
+        return Err(format!(
+            "{}: name `{}` is not valid",
+            path.display(),
+            record.name
+        ));
+    }
+    if !manifest::SUPPORTED_WIT.contains(&record.wit.as_str()) {
+        return Err(format!(
+            "{}: wit `{}` is not supported by this host",
+            path.display(),
+            record.wit
+        ));
+    }
+    Ok(record)
+}
+
+/// Compile, check the imports against the effective grant, and read the self-description.
+async fn load_checked(
+    sandbox: &Sandbox,
+    limits: &Limits,
+    record: &Record,
+    bytes: &[u8],
+) -> Result<(Loaded, crate::tools::registry::RegisteredTool)> {
+    let grant = PluginGrant::effective(record)?;
+    let loaded = sandbox
+        .load(&tool_name(&record.name), bytes)
+        .map_err(|e| Error::Plugin {
+            name: record.name.clone(),
+            message: match e {
+                Error::ComponentLoad { message, .. } => message,
+                other => other.to_string(),
+            },
+        })?;
+    check_imports(&loaded.imports, &grant).map_err(|message| Error::Plugin {
+        name: record.name.clone(),
+        message,
+    })?;
+    let tool =
+        crate::tools::registry::describe_plugin(sandbox, limits, loaded.clone(), grant).await?;
+    Ok((loaded, tool))
+}

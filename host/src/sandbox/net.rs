@@ -1,0 +1,593 @@
+//! The network capability: a guest's outgoing HTTP(S) goes through `wasi:http`, and the host
+//! sends it only when the call's [`NetGrant`] allows the destination.
+//!
+//! What is checked, for every request (a redirect is a new request, so every hop):
+//! - the scheme is `http` or `https`, and the host (and port, when a pattern names one) matches
+//!   the grant's allowlist;
+//! - the name is resolved *by the host* and every address must be public, unless the policy
+//!   names the host or address in `[network] allow_private` (no SSRF into loopback, the
+//!   user's network or a cloud metadata service);
+//! - the connection goes to the address that was checked (no second lookup that a rebinding
+//!   DNS server could answer differently);
+//! - the response body is cut off at the grant's byte budget, and connecting and waiting for
+//!   the response are bounded in time (the call's own deadline bounds the rest).
+//!
+//! Guests get no sockets and no name lookup of their own: the WASI context disables both.
+
+use bytes::Bytes;
+use http_body::{Body, Frame};
+use http_body_util::BodyExt;
+use std::fmt;
+use std::future::Future;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
+
+/// One allowed destination: `host`, `*.domain`, optionally with a scheme (`https://host`) and a
+/// port (`host:8443`). Without a scheme both `http` and `https` match; without a port any port
+/// does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostPattern {
+    text: String,
+    scheme: Option<String>,
+    host: HostMatch,
+    port: Option<u16>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum HostMatch {
+    Exact(String),
+    /// `*.example.com`: any name ending in `.example.com` (not `example.com` itself).
+    Suffix(String),
+}
+
+impl HostPattern {
+    /// Parse a pattern; the error says what is wrong with it.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let original = text.trim();
+        let mut rest = original;
+        let mut scheme = None;
+        if let Some(i) = rest.find("://") {
+            let s = rest[..i].to_ascii_lowercase();
+            if s != "http" && s != "https" {
+                return Err(format!(
+                    "`{original}`: only http and https can be allowed, not `{s}`"
+                ));
+            }
+            scheme = Some(s);
+            rest = &rest[i + 3..];
+        }
+        let rest = rest.trim_end_matches('/');
+        if rest.contains('/') || rest.contains('@') || rest.contains('?') {
+            return Err(format!(
+                "`{original}`: name a host (`api.example.com`, `*.example.com`, `https://host:8443`), not a URL path"
+            ));
+        }
+        let (host, port) = split_host_port(rest)
+            .ok_or_else(|| format!("`{original}`: the port is not a number from 1 to 65535"))?;
+        let host = host.to_ascii_lowercase();
+        let host = if let Some(suffix) = host.strip_prefix("*.") {
+            if !valid_hostname(suffix) || !suffix.contains('.') {
+                return Err(format!(
+                    "`{original}`: a wildcard needs a domain with a dot after `*.` (e.g. `*.example.com`)"
+                ));
+            }
+            HostMatch::Suffix(suffix.to_string())
+        } else if host.parse::<IpAddr>().is_ok() || valid_hostname(&host) {
+            HostMatch::Exact(host)
+        } else {
+            return Err(format!(
+                "`{original}`: `{host}` is not a host name or an IP address (wildcards only as a leading `*.`)"
+            ));
+        };
+        Ok(HostPattern {
+            text: original.to_string(),
+            scheme,
+            host,
+            port,
+        })
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether a request to `scheme://host:port` matches.
+    pub fn matches(&self, scheme: &str, host: &str, port: u16) -> bool {
+        self.scheme.as_deref().is_none_or(|s| s == scheme)
+            && self.port.is_none_or(|p| p == port)
+            && self.names_host(host)
+    }
+
+    /// Whether this pattern names `host`, whatever the scheme and port.
+    fn names_host(&self, host: &str) -> bool {
+        let host = host.to_ascii_lowercase();
+        match &self.host {
+            HostMatch::Exact(h) => *h == host,
+            HostMatch::Suffix(s) => host
+                .strip_suffix(s.as_str())
+                .is_some_and(|head| head.len() > 1 && head.ends_with('.')),
+        }
+    }
+}
+
+impl fmt::Display for HostPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// `host[:port]` or `[v6]:port`.
+fn split_host_port(s: &str) -> Option<(String, Option<u16>)> {
+    if let Some(rest) = s.strip_prefix('[') {
+        let end = rest.find(']')?;
+        let host = rest[..end].to_string();
+        let after = &rest[end + 1..];
+        return match after.strip_prefix(':') {
+            Some(p) => Some((host, Some(parse_port(p)?))),
+            None if after.is_empty() => Some((host, None)),
+            None => None,
+        };
+    }
+    match s.rsplit_once(':') {
+        // A bare IPv6 address has several colons and no port.
+        Some((h, _)) if h.contains(':') => Some((s.to_string(), None)),
+        Some((h, p)) => Some((h.to_string(), Some(parse_port(p)?))),
+        None => Some((s.to_string(), None)),
+    }
+}
+
+fn parse_port(p: &str) -> Option<u16> {
+    p.parse::<u16>().ok().filter(|p| *p != 0)
+}
+
+fn valid_hostname(h: &str) -> bool {
+    !h.is_empty()
+        && h.len() <= 253
+        && h.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        })
+}
+
+/// Whether an address is on the public internet. Loopback, private ranges, link-local (cloud
+/// metadata lives at 169.254.169.254), carrier-grade NAT, multicast, documentation and reserved
+/// ranges are not; IPv4 inside IPv6 (mapped, NAT64) is judged by its IPv4 address.
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_public_v4(v4),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public_v4(v4);
+            }
+            let s = v6.segments();
+            // 64:ff9b::/96, the NAT64 prefix.
+            if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
+                let [a, b] = s[6].to_be_bytes();
+                let [c, d] = s[7].to_be_bytes();
+                return is_public_v4(Ipv4Addr::new(a, b, c, d));
+            }
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00 // unique local
+                || (s[0] & 0xffc0) == 0xfe80 // link-local
+                || (s[0] & 0xffc0) == 0xfec0 // site-local (deprecated)
+                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
+                || v6 == Ipv6Addr::new(0, 0, 0, 0, 0, 0, 0, 1))
+        }
+    }
+}
+
+fn is_public_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    !(ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_unspecified()
+        || ip.is_broadcast()
+        || ip.is_multicast()
+        || ip.is_documentation()
+        || a == 0
+        || (a == 100 && (64..128).contains(&b)) // carrier-grade NAT
+        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
+        || (a == 198 && (18..20).contains(&b)) // benchmarking
+        || a >= 240) // reserved
+}
+
+/// Whether a destination host is allowed beyond the grant's own lists (the fetch tool asks the
+/// gate: is `fetch:<host>` already allowed without a prompt?).
+pub type HostCheck = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// What one call may reach on the network. Built by the gate for this call only.
+#[derive(Clone)]
+pub struct NetGrant {
+    /// A request must match at least one pattern of *every* list: for a plugin, the hosts its
+    /// manifest requests and the hosts the user granted (an intersection, computed here at
+    /// request time). An empty outer list allows nothing unless `also` does.
+    pub allow: Vec<Vec<HostPattern>>,
+    /// A second way in, decided by the gate (for `fetch`: a redirect to a host the user has
+    /// already allowed).
+    pub also: Option<HostCheck>,
+    /// Hosts or addresses the policy lets resolve to private or loopback addresses.
+    pub allow_private: Vec<HostPattern>,
+    /// Most response-body bytes a single request may deliver.
+    pub max_response_bytes: u64,
+    /// Bound on connecting and on waiting for the response head.
+    pub timeout: Duration,
+    /// What the host refused during this call, in words, for the observation.
+    pub refusals: Arc<Mutex<Vec<String>>>,
+}
+
+impl fmt::Debug for NetGrant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NetGrant")
+            .field("allow", &self.allow)
+            .field("also", &self.also.is_some())
+            .field("allow_private", &self.allow_private)
+            .field("max_response_bytes", &self.max_response_bytes)
+            .finish()
+    }
+}
+
+impl PartialEq for NetGrant {
+    fn eq(&self, other: &Self) -> bool {
+        self.allow == other.allow
+            && self.also.is_some() == other.also.is_some()
+            && self.allow_private == other.allow_private
+            && self.max_response_bytes == other.max_response_bytes
+            && self.timeout == other.timeout
+    }
+}
+
+impl Eq for NetGrant {}
+
+impl NetGrant {
+    fn host_allowed(&self, scheme: &str, host: &str, port: u16) -> bool {
+        let lists = !self.allow.is_empty()
+            && self
+                .allow
+                .iter()
+                .all(|list| list.iter().any(|p| p.matches(scheme, host, port)));
+        lists || self.also.as_ref().is_some_and(|check| check(host))
+    }
+
+    fn private_allowed(&self, host: &str, ip: IpAddr) -> bool {
+        let ip_text = ip.to_string();
+        self.allow_private
+            .iter()
+            .any(|p| p.names_host(host) || p.names_host(&ip_text))
+    }
+
+    fn refuse(&self, message: String) {
+        tracing::info!(%message, "network request refused");
+        if let Ok(mut r) = self.refusals.lock() {
+            if r.len() < 32 {
+                r.push(message);
+            }
+        }
+    }
+}
+
+/// The `wasi:http` hooks of one call's store.
+#[derive(Default)]
+pub(crate) struct NetHooks {
+    pub(crate) grant: Option<NetGrant>,
+}
+
+type SendResult = Result<
+    (
+        http::Response<WasiBody>,
+        Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+    ),
+    HttpError,
+>;
+
+impl WasiHttpHooks for NetHooks {
+    fn send_request(
+        &mut self,
+        request: http::Request<WasiBody>,
+        options: Option<RequestOptions>,
+        fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+    ) -> Box<dyn Future<Output = SendResult> + Send> {
+        drop(fut);
+        let grant = self.grant.clone();
+        Box::new(async move {
+            let Some(grant) = grant else {
+                tracing::info!(uri = %request.uri(), "network request without a network capability");
+                return Err(HttpError::HttpRequestDenied);
+            };
+            send(&grant, request, options).await
+        })
+    }
+}
+
+async fn send(
+    grant: &NetGrant,
+    mut request: http::Request<WasiBody>,
+    options: Option<RequestOptions>,
+) -> SendResult {
+    let uri = request.uri().clone();
+    let scheme = uri.scheme_str().unwrap_or("").to_ascii_lowercase();
+    let tls = match scheme.as_str() {
+        "https" => true,
+        "http" => false,
+        _ => {
+            grant.refuse(format!("{uri}: only http and https are allowed"));
+            return Err(HttpError::HttpRequestDenied);
+        }
+    };
+    let Some(host) = uri.host().map(|h| {
+        h.trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase()
+    }) else {
+        return Err(HttpError::HttpRequestUriInvalid);
+    };
+    let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+    if !grant.host_allowed(&scheme, &host, port) {
+        grant.refuse(format!(
+            "{scheme}://{host}:{port}: `{host}` is not on this call's network allowlist"
+        ));
+        return Err(HttpError::HttpRequestDenied);
+    }
+
+    let timeout = |o: Option<Duration>| o.unwrap_or(grant.timeout).min(grant.timeout);
+    let connect_timeout = timeout(options.and_then(|o| o.connect_timeout));
+    let first_byte_timeout = timeout(options.and_then(|o| o.first_byte_timeout));
+
+    // Resolve here, check every address, and connect to what was checked.
+    let addrs: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => match tokio::time::timeout(
+            connect_timeout,
+            tokio::net::lookup_host((host.as_str(), port)),
+        )
+        .await
+        {
+            Err(_) => return Err(HttpError::DnsTimeout),
+            Ok(Err(e)) => {
+                grant.refuse(format!("{host}: the name does not resolve ({e})"));
+                return Err(HttpError::DnsError {
+                    rcode: Some(e.to_string()),
+                    info_code: None,
+                });
+            }
+            Ok(Ok(addrs)) => addrs.collect(),
+        },
+    };
+    if addrs.is_empty() {
+        return Err(HttpError::DestinationNotFound);
+    }
+    if let Some(bad) = addrs
+        .iter()
+        .find(|a| !is_public(a.ip()) && !grant.private_allowed(&host, a.ip()))
+    {
+        grant.refuse(format!(
+            "{host} resolves to {}, a private, loopback or link-local address; the policy's `[network] allow_private` does not name it",
+            bad.ip()
+        ));
+        return Err(HttpError::DestinationIpProhibited);
+    }
+
+    let stream =
+        match tokio::time::timeout(connect_timeout, tokio::net::TcpStream::connect(&addrs[..]))
+            .await
+        {
+            Err(_) => return Err(HttpError::ConnectionTimeout),
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                return Err(HttpError::ConnectionRefused)
+            }
+            Ok(Err(e)) => return Err(HttpError::Connect(e)),
+            Ok(Ok(s)) => s,
+        };
+
+    // The request line carries only the path; the Host header was set from the authority.
+    let path = uri
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".to_string());
+    *request.uri_mut() = path.parse().map_err(|_| HttpError::HttpRequestUriInvalid)?;
+
+    let response = if tls {
+        let name = rustls::pki_types::ServerName::try_from(host.clone())
+            .map_err(HttpError::InvalidDnsNameError)?;
+        let roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.into(),
+        };
+        let config = rustls::ClientConfig::builder()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let stream = tokio::time::timeout(connect_timeout, connector.connect(name, stream))
+            .await
+            .map_err(|_| HttpError::ConnectionTimeout)?
+            .map_err(HttpError::Tls)?;
+        exchange(stream, request, connect_timeout, first_byte_timeout).await?
+    } else {
+        exchange(stream, request, connect_timeout, first_byte_timeout).await?
+    };
+
+    let limit = grant.max_response_bytes;
+    let response = response.map(|incoming| {
+        Capped {
+            inner: incoming,
+            seen: 0,
+            limit,
+        }
+        .boxed_unsync()
+    });
+    Ok((response, Box::new(async { Ok(()) })))
+}
+
+async fn exchange<S>(
+    stream: S,
+    request: http::Request<WasiBody>,
+    connect_timeout: Duration,
+    first_byte_timeout: Duration,
+) -> Result<http::Response<hyper::body::Incoming>, HttpError>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let (mut sender, conn) = tokio::time::timeout(
+        connect_timeout,
+        hyper::client::conn::http1::handshake(wasmtime_wasi_http::io::TokioIo::new(stream)),
+    )
+    .await
+    .map_err(|_| HttpError::ConnectionTimeout)??;
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!(error = %e, "http connection ended with an error");
+        }
+    });
+    tokio::time::timeout(first_byte_timeout, sender.send_request(request))
+        .await
+        .map_err(|_| HttpError::ConnectionReadTimeout)?
+        .map_err(HttpError::from)
+}
+
+/// A response body that ends with an error past `limit` bytes.
+struct Capped {
+    inner: hyper::body::Incoming,
+    seen: u64,
+    limit: u64,
+}
+
+impl Body for Capped {
+    type Data = Bytes;
+    type Error = HttpError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, HttpError>>> {
+        if self.seen > self.limit {
+            return Poll::Ready(Some(Err(HttpError::HttpResponseBodySize(Some(self.limit)))));
+        }
+        match Pin::new(&mut self.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    self.seen += data.len() as u64;
+                    if self.seen > self.limit {
+                        return Poll::Ready(Some(Err(HttpError::HttpResponseBodySize(Some(
+                            self.limit,
+                        )))));
+                    }
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(HttpError::from(e)))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> HostPattern {
+        match HostPattern::parse(s) {
+            Ok(p) => p,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn patterns_match_host_scheme_and_port() {
+        assert!(p("api.github.com").matches("https", "API.github.com", 443));
+        assert!(p("api.github.com").matches("http", "api.github.com", 8080));
+        assert!(!p("api.github.com").matches("https", "github.com", 443));
+        assert!(!p("api.github.com").matches("https", "api.github.com.evil.com", 443));
+        assert!(p("*.github.com").matches("https", "api.github.com", 443));
+        assert!(!p("*.github.com").matches("https", "github.com", 443));
+        assert!(!p("*.github.com").matches("https", "evilgithub.com", 443));
+        assert!(p("https://x.dev").matches("https", "x.dev", 443));
+        assert!(!p("https://x.dev").matches("http", "x.dev", 80));
+        assert!(p("127.0.0.1:8080").matches("http", "127.0.0.1", 8080));
+        assert!(!p("127.0.0.1:8080").matches("http", "127.0.0.1", 8081));
+        assert!(p("[::1]:80").matches("http", "::1", 80));
+        assert!(p("::1").matches("http", "::1", 1234));
+    }
+
+    #[test]
+    fn bad_patterns_say_why() {
+        for bad in [
+            "ftp://x.com",
+            "x.com/path",
+            "*.com",
+            "*",
+            "x.com:0",
+            "x.com:http",
+            "a b",
+            "*x.com",
+        ] {
+            assert!(HostPattern::parse(bad).is_err(), "{bad} should not parse");
+        }
+    }
+
+    #[test]
+    fn private_addresses_are_not_public() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "::1",
+            "::",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            "64:ff9b::a9fe:a9fe",
+        ] {
+            let ip: IpAddr = ip.parse().unwrap_or_else(|e| panic!("{ip}: {e}"));
+            assert!(!is_public(ip), "{ip} must not count as public");
+        }
+        for ip in ["8.8.8.8", "140.82.112.3", "2606:4700::1111"] {
+            let ip: IpAddr = ip.parse().unwrap_or_else(|e| panic!("{ip}: {e}"));
+            assert!(is_public(ip), "{ip} is public");
+        }
+    }
+
+    #[test]
+    fn every_list_must_match() {
+        let grant = NetGrant {
+            allow: vec![vec![p("*.example.com")], vec![p("api.example.com")]],
+            also: None,
+            allow_private: vec![],
+            max_response_bytes: 1,
+            timeout: Duration::from_secs(1),
+            refusals: Default::default(),
+        };
+        assert!(grant.host_allowed("https", "api.example.com", 443));
+        assert!(!grant.host_allowed("https", "www.example.com", 443));
+        let none = NetGrant {
+            allow: vec![],
+            ..grant.clone()
+        };
+        assert!(!none.host_allowed("https", "api.example.com", 443));
+        let also = NetGrant {
+            also: Some(Arc::new(|h: &str| h == "other.org")),
+            ..none
+        };
+        assert!(also.host_allowed("https", "other.org", 443));
+        assert!(!also.host_allowed("https", "api.example.com", 443));
+    }
+}
