@@ -165,6 +165,7 @@ fn tools_json_lists_the_builtins_with_their_risk() {
         .collect();
     let expected: Vec<(String, String, String, bool)> = [
         ("edit", "write", "project"),
+        ("fetch", "network", "project"),
         ("glob", "read-only", "project"),
         ("grep", "read-only", "project"),
         ("job_kill", "exec", "session"),

@@ -6,11 +6,13 @@ mod common;
 
 mod attacks;
 mod cli;
+mod fetch;
 mod fsguard;
 mod hooks;
 mod ladder;
 mod limits;
 mod mcp;
+mod plugins;
 mod shell;
 mod state;
 mod tools_edit;

@@ -230,6 +230,11 @@ impl Gate {
         *self.mode.write().unwrap_or_else(|p| p.into_inner()) = mode;
     }
 
+    /// Why the plugin tool `name` was refused at load, if it was.
+    pub fn refused_plugin(&self, name: &str) -> Option<&str> {
+        self.registry.refused(name)
+    }
+
     /// Every tool this gate serves, whatever the mode.
     pub fn tools(&self) -> impl Iterator<Item = &ToolInfo> {
         self.registry.iter()
@@ -395,6 +400,9 @@ impl Gate {
         loop {
             let v = self.validate(tool_name, &input, call_id)?;
             let tool = v.tool.clone();
+            if let Some(grant) = &tool.plugin {
+                plugin_paths_granted(grant, &v.paths, tool_name, call_id)?;
+            }
             let risk = tool.info.risk;
             let shell = self.shell_command(&tool.info, &v);
             let key = match &shell {
@@ -1056,6 +1064,8 @@ impl Gate {
             caps.net = Some(self.fetch_grant(session, &p.input));
         }
         for (scoped, current) in &p.before {
+            // A plugin writes only where its grant reaches (checked in `prepare`), through the
+            // preopens made from the grant: its path fields add nothing.
             let (Some(parent), Some(guest_parent)) =
                 (scoped.host.parent(), guest_parent(&scoped.guest))
             else {
@@ -1076,11 +1086,13 @@ impl Gate {
                     None,
                 );
             }
-            caps.preopens.push(Preopen {
-                host: parent.to_path_buf(),
-                guest: guest_parent,
-                writable: true,
-            });
+            if p.tool.plugin.is_none() {
+                caps.preopens.push(Preopen {
+                    host: parent.to_path_buf(),
+                    guest: guest_parent,
+                    writable: true,
+                });
+            }
             let snapshot = current
                 .as_ref()
                 .map(|(stamp, bytes)| (stamp.sha256.as_str(), bytes.as_slice()));
@@ -1108,7 +1120,7 @@ impl Gate {
 
         let context = wit::CallContext {
             workspace_root: GUEST_ROOT.to_string(),
-            max_output_bytes: u64::try_from(self.limits.max_output_bytes).unwrap_or(u64::MAX),
+            max_output_bytes: u64::try_from(limits.max_output_bytes).unwrap_or(u64::MAX),
             denied_globs: self.denied_globs.clone(),
         };
         let input = p.input.to_string();
@@ -1128,7 +1140,9 @@ impl Gate {
                 o.data = parse_data(&e.data);
                 o
             }
-            Ok(GuestResult::Output(out)) => self.ok_observation(&name, call_id, out),
+            Ok(GuestResult::Output(out)) => {
+                self.ok_observation(&name, call_id, out, limits.max_output_bytes)
+            }
         };
         if observation.status == Status::Ok {
             if let Some((path, stamp)) = read_stamp {
@@ -1209,19 +1223,20 @@ impl Gate {
                 } else if !scoped.host.exists() {
                     continue;
                 }
-                // A granted file (not a directory) is reached through its parent, with the
-                // deny-list in place; preopens are directories.
-                let (host, guest) = if scoped.host.is_dir() {
-                    (scoped.host.clone(), scoped.guest.clone())
-                } else {
-                    match (scoped.host.parent(), guest_parent(&scoped.guest)) {
-                        (Some(h), Some(g)) => (h.to_path_buf(), g),
-                        _ => continue,
-                    }
-                };
+                // Preopens are directories; opening a file's parent would hand over its
+                // siblings too, so a grant naming a file is an error, not a wider grant.
+                if !scoped.host.is_dir() {
+                    return Err(Box::new(Observation::error(
+                        name,
+                        call_id,
+                        "plugin-grant",
+                        format!("the plugin's granted path `{rel}` is not a directory; plugin grants name directories"),
+                        Some("grant the directory that holds it, in the manifest and in .toolgate/plugins/".into()),
+                    )));
+                }
                 caps.preopens.push(Preopen {
-                    host,
-                    guest,
+                    host: scoped.host.clone(),
+                    guest: scoped.guest.clone(),
                     writable,
                 });
             }
@@ -1285,7 +1300,13 @@ impl Gate {
         }
     }
 
-    fn ok_observation(&self, name: &str, call_id: &str, out: wit::Output) -> Observation {
+    fn ok_observation(
+        &self,
+        name: &str,
+        call_id: &str,
+        out: wit::Output,
+        max: usize,
+    ) -> Observation {
         let mut o = Observation::new(name, Status::Ok, call_id);
         o.summary = out.summary;
         o.truncated = out.truncated;
@@ -1299,7 +1320,6 @@ impl Gate {
                 },
             );
         }
-        let max = self.limits.max_output_bytes;
         if out.content.len() > max {
             let rel = format!("{OUTPUTS_DIR}/{call_id}.txt");
             let file = self.workspace.root().join(&rel);
@@ -1347,6 +1367,48 @@ struct Prepared {
     decision: Decision,
     /// For the shell: the one command the exec capability may run in this call.
     exec: Option<ApprovedCommand>,
+}
+
+/// A plugin's path arguments must lie inside what it was granted: a read inside `fs_read` or
+/// `fs_write`, a write inside `fs_write`. The host checks this before anyone is asked.
+fn plugin_paths_granted(
+    grant: &crate::plugins::PluginGrant,
+    paths: &[(String, PathUse, ScopedPath)],
+    tool: &str,
+    call_id: &str,
+) -> Result<(), (Decision, Observation)> {
+    let within = |rel: &str, roots: &[String]| {
+        roots
+            .iter()
+            .any(|r| r == "." || rel == r || rel.starts_with(&format!("{r}/")))
+    };
+    for (field, usage, scoped) in paths {
+        let ok = match usage {
+            PathUse::Read => {
+                within(&scoped.rel, &grant.fs_read) || within(&scoped.rel, &grant.fs_write)
+            }
+            PathUse::Write => within(&scoped.rel, &grant.fs_write),
+        };
+        if !ok {
+            let (verb, list) = match usage {
+                PathUse::Read => ("read", &grant.fs_read),
+                PathUse::Write => ("write", &grant.fs_write),
+            };
+            return Err(deny(
+                tool,
+                call_id,
+                "scope",
+                format!("path `{field}`"),
+                format!(
+                    "`{}` is outside what the plugin may {verb} ({})",
+                    scoped.rel,
+                    if list.is_empty() { "nothing".to_string() } else { list.join(", ") }
+                ),
+                "pass a path inside the plugin's granted directories, or grant more in its manifest and reinstall it".into(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The built-in network tool.

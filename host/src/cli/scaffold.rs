@@ -1,0 +1,468 @@
+//! `toolgate plugin new`: a new plugin crate to start from. The files are fixed templates with
+//! placeholders replaced by plain text substitution (`__NAME__` the plugin's name, `__CRATE__`
+//! the library's crate name, `__SDK__` the SDK path escaped for a TOML string).
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+
+const CARGO_TOML: &str = r##"# A toolgate plugin: a wasm32-wasip2 component that exports the `toolgate:tool@0.1.0` world.
+# Build it with `cargo build --release --target wasm32-wasip2` (see README.md).
+[package]
+name = "toolgate-plugin-__NAME__"
+version = "0.1.0"
+edition = "2021"
+publish = false
+
+[lib]
+# A component is built from a cdylib.
+crate-type = ["cdylib"]
+
+[dependencies]
+# The toolgate guest SDK. For outgoing HTTP (`toolgate_guest::http`) add `features = ["http"]`
+# here and list the hosts the plugin calls under `http` in toolgate-plugin.toml.
+toolgate-guest = { path = "__SDK__" }
+
+# This crate is its own workspace, so it builds wherever it lives.
+[workspace]
+
+# Small components: optimise for size, link-time optimisation, no symbols, no unwinding.
+[profile.release]
+opt-level = "s"
+lto = true
+strip = true
+panic = "abort"
+"##;
+
+const LIB_RS: &str = r##"//! `__NAME__`: a toolgate plugin.
+//!
+//! It shows the first lines of a text file in the workspace and says how many lines the file
+//! has. Replace `describe` and `call` with your own tool; keep the `register_tool!` line.
+//!
+//! How one call works:
+//! - The host calls `describe` once when it loads the component. The name must be the `name`
+//!   in toolgate-plugin.toml; the tool is served as `plugin____NAME__`.
+//! - Before `call` runs, the host validates the input against the schema, checks every field
+//!   declared with `.path(...)` against the workspace scope and the secrets deny-list, walks
+//!   its permission ladder (rules, grants, asking the user), and rewrites each path field to
+//!   where the plugin sees that file: under `cx.root()`, which is `/workspace`.
+//! - The sandbox holds only the paths granted in the manifest (`fs_read`, `fs_write`); opening
+//!   anything else fails. There is no network unless the manifest asks for hosts under `http`.
+//! - `call` returns an `Output` (a one-line summary, the content the model reads, whether it
+//!   was cut, totals of seen against returned) or a `ToolError` (a stable code and a message
+//!   that tells the model what to do instead). Do not panic: return a `ToolError`.
+
+use std::path::Path;
+use toolgate_guest::{
+    json, Budget, Context, Descriptor, Output, PathAccess, Risk, Tool, ToolError, Value,
+};
+
+/// Lines shown when the input does not say how many.
+const DEFAULT_LINES: u64 = 10;
+
+struct Plugin;
+
+impl Tool for Plugin {
+    /// What the tool is. Must not touch the filesystem (it runs with no capabilities at all).
+    fn describe() -> Descriptor {
+        Descriptor::new(
+            // The tool's name: the manifest's `name`.
+            "__NAME__",
+            // Written for the model that decides when to call the tool.
+            "Show the first lines of a text file in the workspace, and how many lines it has.",
+            // JSON Schema of the input object; the host rejects input that does not fit.
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {
+                        "type": "string",
+                        "description": "A text file in the workspace, e.g. \"README.md\"."
+                    },
+                    "lines": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 1000,
+                        "description": "How many lines to show (default 10)."
+                    }
+                },
+                // Required: the host checks and rewrites a path field only when it is present.
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+            // The most dangerous thing the tool does. It never grants anything by itself.
+            Risk::ReadOnly,
+        )
+        // `path` is a path the tool reads: the host checks it and rewrites it before `call`.
+        .path("path", PathAccess::Read)
+    }
+
+    /// One call. `input` fits the schema; `cx` says where the workspace is mounted, how many
+    /// bytes of content the host passes on, and which paths are on the deny-list.
+    fn call(input: Value, cx: &Context) -> Result<Output, ToolError> {
+        // Already rewritten by the host, e.g. `/workspace/README.md`.
+        let path = input
+            .get("path")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let lines = input
+            .get("lines")
+            .and_then(Value::as_u64)
+            .unwrap_or(DEFAULT_LINES);
+        // Name paths relative to the workspace in messages: that is what the model knows.
+        let rel = cx.relative(Path::new(path));
+        let bytes = std::fs::read(path).map_err(|e| ToolError::io(&rel, &e))?;
+        if toolgate_guest::text::is_binary(&bytes) {
+            return Err(ToolError::new(
+                "binary",
+                format!("{rel} is not a text file; give the path of a text file"),
+            ));
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        // The budget: content past `max_output_bytes` would be cut by the host. Stop before it
+        // and say so (`truncated`, totals) instead.
+        Ok(head(&rel, &text, lines, cx.max_output_bytes()))
+    }
+}
+
+// Exports `Plugin` as this component's `toolgate:tool@0.1.0` world.
+toolgate_guest::register_tool!(Plugin);
+
+/// The first `lines` lines of `text` that fit in `max_bytes`, with the file's line count.
+fn head(rel: &str, text: &str, lines: u64, max_bytes: usize) -> Output {
+    let total = text.lines().count() as u64;
+    let mut budget = Budget::new(max_bytes);
+    let mut shown: u64 = 0;
+    for line in text.lines() {
+        if shown == lines || !budget.push_line(line) {
+            break;
+        }
+        shown += 1;
+    }
+    Output::new(
+        format!("{rel}: {total} lines, showing the first {shown}"),
+        budget.into_string(),
+    )
+    // The content is a preview of something larger.
+    .truncated(shown < total)
+    // What was seen against what made it into the content.
+    .total("lines", total, shown)
+    // Structured data for programs; `null` when there is none.
+    .data(json!({ "path": rel, "lines": total, "shown": shown }))
+}
+
+// Native unit tests of the logic: `cargo test` (no wasm needed).
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shows_the_first_lines_and_counts_all() {
+        let out = head("a.txt", "one\ntwo\nthree\n", 2, 1024);
+        let expected = Output::new("a.txt: 3 lines, showing the first 2", "one\ntwo\n")
+            .truncated(true)
+            .total("lines", 3, 2)
+            .data(json!({ "path": "a.txt", "lines": 3, "shown": 2 }));
+        assert_eq!(format!("{out:?}"), format!("{expected:?}"));
+    }
+
+    #[test]
+    fn stops_at_the_budget() {
+        let out = format!("{:?}", head("a.txt", "one\ntwo\nthree\n", 10, 8));
+        assert!(out.contains("showing the first 2"), "{out}");
+    }
+}
+"##;
+
+const MANIFEST: &str = r##"# The manifest toolgate reads when the plugin is installed (`toolgate plugin add`). It only
+# requests: the plugin gets at most this, and the policy caps the limits.
+name = "__NAME__"
+version = "0.1.0"
+description = "Shows the first lines of a text file in the workspace."
+wit = "toolgate:tool@0.1.0"
+# sha256 = "..."     # optional: the component's hex sha256; `plugin add` refuses any other bytes
+
+[capabilities]
+fs_read = ["."]      # workspace-relative paths the plugin may read ("." is the whole workspace)
+fs_write = []        # workspace-relative paths it may change
+http = []            # hosts it may call: "api.example.com", "*.example.com", "https://host:8443"
+env = []             # environment variable names it may see
+
+[limits]
+timeout_ms = 10000
+memory_mb = 128
+max_output_bytes = 65536
+"##;
+
+const README: &str = r##"# __NAME__: a toolgate plugin
+
+Shows the first lines of a text file in the workspace and how many lines it has. Served by
+toolgate as `plugin____NAME__`.
+
+- `src/lib.rs`: the tool (`describe`, `call`) and `toolgate_guest::register_tool!`.
+- `toolgate-plugin.toml`: the manifest: name, version, the WIT world, and the capabilities
+  the plugin asks for (here: reading the workspace).
+- `Cargo.toml`: depends on the toolgate guest SDK (`toolgate-guest`) by path.
+
+The plugin-author guide is `docs/plugins.md` in the toolgate repository.
+
+## Build
+
+```sh
+rustup target add wasm32-wasip2          # once, if the target is missing
+cargo build --release --target wasm32-wasip2
+ls target/wasm32-wasip2/release/__CRATE__.wasm
+cargo test                               # the unit tests, natively
+```
+
+## Install
+
+In the workspace that should have the plugin (or pass `--workspace DIR`):
+
+```sh
+toolgate plugin add /path/to/this/crate/target/wasm32-wasip2/release/__CRATE__.wasm \
+    --manifest /path/to/this/crate/toolgate-plugin.toml
+```
+
+toolgate shows what the component is, what it imports and what it asks for, and installs it
+into `.toolgate/plugins/__NAME__/` after you confirm (`--yes` to skip the question). The
+installed copy does not change when you rebuild: run `plugin add` again to install a new build.
+
+## Call
+
+```sh
+toolgate call plugin____NAME__ '{"path": "README.md", "lines": 5}' --grant plugin____NAME__
+```
+
+Plugins always go through the permission ladder: on a terminal toolgate asks, without one
+the call needs a `--grant`, a policy `allow` rule or a saved approval.
+
+To try a build without installing it, load the component for one run; it is served under its
+own name, without the manifest, with read-only access to the workspace and no network:
+
+```sh
+toolgate call __NAME__ '{"path": "README.md"}' --component target/wasm32-wasip2/release/__CRATE__.wasm
+```
+"##;
+
+const GITIGNORE: &str = "/target\n";
+
+/// The files of a new plugin crate, relative to its directory, with their templates.
+const FILES: &[(&str, &str)] = &[
+    ("Cargo.toml", CARGO_TOML),
+    ("src/lib.rs", LIB_RS),
+    ("toolgate-plugin.toml", MANIFEST),
+    ("README.md", README),
+    (".gitignore", GITIGNORE),
+];
+
+/// Create a new plugin crate called `name` at `dir` (which must not exist or be empty),
+/// depending on the guest SDK crate at `sdk`. Returns the files written.
+pub(crate) fn scaffold(name: &str, dir: &Path, sdk: &Path) -> Result<Vec<PathBuf>> {
+    if !toolgate::plugins::manifest::valid_plugin_name(name) {
+        bail!(
+            "`{name}` is not a valid plugin name: use 1-40 of a-z, 0-9, `-`, `_`, starting with a letter (e.g. `word-count`)"
+        );
+    }
+    if dir.exists() {
+        if !dir.is_dir() {
+            bail!(
+                "{} exists and is not a directory; pick another place with --dir",
+                dir.display()
+            );
+        }
+        let mut entries = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot read the directory {}", dir.display()))?;
+        if entries.next().is_some() {
+            bail!(
+                "{} exists and is not empty; pick a new directory with --dir",
+                dir.display()
+            );
+        }
+    }
+    let sdk = std::path::absolute(sdk)
+        .with_context(|| format!("cannot make the SDK path {} absolute", sdk.display()))?;
+    let Some(sdk_text) = sdk.to_str() else {
+        bail!(
+            "the SDK path {} is not valid UTF-8; move the SDK or pass another --sdk",
+            sdk.display()
+        );
+    };
+    let crate_name = format!("toolgate_plugin_{}", name.replace('-', "_"));
+    let sdk_toml = toml_escape(sdk_text);
+
+    let mut written = Vec::new();
+    for (rel, template) in FILES {
+        // `__SDK__` last: a path may contain anything, a name cannot contain placeholders.
+        let text = template
+            .replace("__NAME__", name)
+            .replace("__CRATE__", &crate_name)
+            .replace("__SDK__", &sdk_toml);
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        write_new(&path, &text).with_context(|| format!("cannot write {}", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Write `text` to a file that must not exist yet.
+fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    file.write_all(text.as_bytes())?;
+    file.sync_all()
+}
+
+/// `s` escaped for the inside of a TOML basic string (`"..."`).
+fn toml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    const PLACEHOLDERS: &[&str] = &["__NAME__", "__CRATE__", "__SDK__"];
+
+    fn read(path: &Path) -> String {
+        std::fs::read_to_string(path).unwrap()
+    }
+
+    #[test]
+    fn writes_a_crate_with_the_name_everywhere() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("my-tool");
+        let sdk = tmp.path().join("sdk");
+        let files = scaffold("my-tool", &dir, &sdk).unwrap();
+
+        let expected: Vec<PathBuf> = FILES.iter().map(|(rel, _)| dir.join(rel)).collect();
+        assert_eq!(files, expected);
+        for f in &files {
+            assert!(f.is_file(), "{} missing", f.display());
+            let text = read(f);
+            for p in PLACEHOLDERS {
+                assert!(!text.contains(p), "{} still has {p}", f.display());
+            }
+        }
+
+        let manifest_path = dir.join("toolgate-plugin.toml");
+        let manifest =
+            toolgate::plugins::Manifest::parse("toolgate-plugin.toml", &read(&manifest_path))
+                .unwrap();
+        assert_eq!(manifest.name, "my-tool");
+        assert_eq!(manifest.wit, "toolgate:tool@0.1.0");
+        assert_eq!(manifest.capabilities.fs_read, ["."]);
+        assert!(manifest.sha256.is_none());
+
+        let cargo: toml::Table = toml::from_str(&read(&dir.join("Cargo.toml"))).unwrap();
+        assert_eq!(
+            cargo["package"]["name"].as_str(),
+            Some("toolgate-plugin-my-tool")
+        );
+        assert_eq!(cargo["package"]["edition"].as_str(), Some("2021"));
+        assert_eq!(
+            cargo["lib"]["crate-type"].as_array().unwrap()[0].as_str(),
+            Some("cdylib")
+        );
+        assert_eq!(
+            cargo["dependencies"]["toolgate-guest"]["path"].as_str(),
+            sdk.to_str()
+        );
+        assert!(cargo["workspace"].as_table().unwrap().is_empty());
+        assert_eq!(cargo["profile"]["release"]["panic"].as_str(), Some("abort"));
+
+        let lib = read(&dir.join("src/lib.rs"));
+        assert!(lib.contains("\"my-tool\","), "{lib}");
+        assert!(lib.contains("toolgate_guest::register_tool!(Plugin);"));
+        let readme = read(&dir.join("README.md"));
+        assert!(readme.contains("plugin__my-tool"), "{readme}");
+        assert!(readme.contains("toolgate_plugin_my_tool.wasm"), "{readme}");
+        assert_eq!(read(&dir.join(".gitignore")), "/target\n");
+    }
+
+    #[test]
+    fn the_sdk_path_is_absolute_and_escaped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sdk = tmp.path().join("we\"ird\\sdk");
+        let dir = tmp.path().join("p");
+        scaffold("p", &dir, &sdk).unwrap();
+        let cargo: toml::Table = toml::from_str(&read(&dir.join("Cargo.toml"))).unwrap();
+        assert_eq!(
+            cargo["dependencies"]["toolgate-guest"]["path"].as_str(),
+            sdk.to_str()
+        );
+
+        let dir = tmp.path().join("q");
+        scaffold("q", &dir, Path::new("relative/sdk")).unwrap();
+        let cargo: toml::Table = toml::from_str(&read(&dir.join("Cargo.toml"))).unwrap();
+        let path = cargo["dependencies"]["toolgate-guest"]["path"]
+            .as_str()
+            .unwrap();
+        assert!(Path::new(path).is_absolute(), "{path}");
+        assert!(path.ends_with("relative/sdk"), "{path}");
+    }
+
+    #[test]
+    fn an_empty_existing_directory_is_used() {
+        let tmp = tempfile::tempdir().unwrap();
+        let files = scaffold("x1", tmp.path(), Path::new("/sdk")).unwrap();
+        assert_eq!(files.len(), FILES.len());
+    }
+
+    #[test]
+    fn bad_names_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let long = "a".repeat(41);
+        for bad in [
+            "",
+            "Tool",
+            "1tool",
+            "-tool",
+            "_tool",
+            "my tool",
+            "my.tool",
+            "a/b",
+            "../x",
+            "tööl",
+            long.as_str(),
+        ] {
+            let dir = tmp.path().join("d");
+            let err = scaffold(bad, &dir, Path::new("/sdk")).unwrap_err();
+            assert!(
+                err.to_string().contains("not a valid plugin name"),
+                "{bad}: {err}"
+            );
+            assert!(!dir.exists(), "{bad}: something was written");
+        }
+        assert!(scaffold(&"a".repeat(40), &tmp.path().join("ok"), Path::new("/sdk")).is_ok());
+    }
+
+    #[test]
+    fn a_non_empty_directory_or_a_file_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("keep.txt"), "mine").unwrap();
+        let err = scaffold("p", tmp.path(), Path::new("/sdk")).unwrap_err();
+        assert!(err.to_string().contains("not empty"), "{err}");
+        assert!(!tmp.path().join("Cargo.toml").exists());
+        assert_eq!(read(&tmp.path().join("keep.txt")), "mine");
+
+        let file = tmp.path().join("keep.txt");
+        let err = scaffold("p", &file, Path::new("/sdk")).unwrap_err();
+        assert!(err.to_string().contains("not a directory"), "{err}");
+    }
+}
