@@ -585,3 +585,26 @@ fn the_example_plugin_installs_lists_runs_and_is_removed_from_the_command_line()
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["error_code"], "unknown-tool", "{v:#}");
 }
+
+#[tokio::test]
+async fn a_path_argument_outside_the_grant_is_denied_before_anyone_is_asked() {
+    let ws = Ws::new();
+    ws.write("src/a.txt", "one two\n").write("docs/b.txt", "three\n");
+    install(
+        &ws,
+        "toolgate_plugin_word_count.wasm",
+        "name = \"word-count\"\nversion = \"1.0.0\"\nwit = \"toolgate:tool@0.1.0\"\n[capabilities]\nfs_read = [\"src\"]\n",
+    )
+    .await
+    .unwrap();
+    let g = gate(&ws, &["plugin__word-count:**"]).await;
+    let o = ok(&g, "plugin__word-count", json!({"path": "src"})).await;
+    assert!(o.content.contains("src/a.txt"), "{o:#?}");
+    let o = call(&g, "plugin__word-count", json!({"path": "docs"})).await;
+    assert_eq!(o.status, Status::Denied, "{o:#?}");
+    assert_eq!(o.stage.as_deref(), Some("scope"));
+    assert!(
+        o.reason.as_deref().unwrap().contains("outside what the plugin may read (src)"),
+        "{o:#?}"
+    );
+}

@@ -288,6 +288,13 @@ impl Gate {
                 }
             }
         }
+        for (tool, why) in self.registry.all_refused() {
+            problems.push(Problem {
+                location: format!("plugin `{tool}`"),
+                message: format!("refused at load: {why}"),
+                severity: "error",
+            });
+        }
         match self.project_grants.current() {
             Err(p) => problems.push(p),
             Ok(grants) => {

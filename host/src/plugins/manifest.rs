@@ -38,10 +38,10 @@ pub struct Manifest {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CapabilitySet {
-    /// Workspace-relative files or directories it may read (`.` is the whole workspace).
+    /// Workspace-relative directories it may read (`.` is the whole workspace).
     #[serde(default)]
     pub fs_read: Vec<String>,
-    /// Workspace-relative files or directories it may create, change or remove things in.
+    /// Workspace-relative directories it may create, change or remove things in.
     #[serde(default)]
     pub fs_write: Vec<String>,
     /// Hosts it may send HTTP(S) requests to: `api.example.com`, `*.example.com`,
