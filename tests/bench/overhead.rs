@@ -39,9 +39,18 @@ fn cache_dir() -> PathBuf {
 }
 
 async fn run() {
-    per_call().await;
-    shell_overhead().await;
-    search().await;
+    // `TG_ONLY=per-call|shell|search` runs one section (for profiling).
+    let only = std::env::var("TG_ONLY").unwrap_or_default();
+    let on = |s: &str| only.is_empty() || only == s;
+    if on("per-call") {
+        per_call().await;
+    }
+    if on("shell") {
+        shell_overhead().await;
+    }
+    if on("search") {
+        search().await;
+    }
 }
 
 async fn per_call() {

@@ -589,7 +589,8 @@ fn the_example_plugin_installs_lists_runs_and_is_removed_from_the_command_line()
 #[tokio::test]
 async fn a_path_argument_outside_the_grant_is_denied_before_anyone_is_asked() {
     let ws = Ws::new();
-    ws.write("src/a.txt", "one two\n").write("docs/b.txt", "three\n");
+    ws.write("src/a.txt", "one two\n")
+        .write("docs/b.txt", "three\n");
     install(
         &ws,
         "toolgate_plugin_word_count.wasm",
@@ -604,7 +605,10 @@ async fn a_path_argument_outside_the_grant_is_denied_before_anyone_is_asked() {
     assert_eq!(o.status, Status::Denied, "{o:#?}");
     assert_eq!(o.stage.as_deref(), Some("scope"));
     assert!(
-        o.reason.as_deref().unwrap().contains("outside what the plugin may read (src)"),
+        o.reason
+            .as_deref()
+            .unwrap()
+            .contains("outside what the plugin may read (src)"),
         "{o:#?}"
     );
 }
