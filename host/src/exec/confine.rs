@@ -290,12 +290,17 @@ mod linux {
     impl Drop for Cgroup {
         fn drop(&mut self) {
             // The group is killed before this is dropped; its last tasks may take a moment
-            // to be reaped, and a cgroup with tasks cannot be removed.
-            for _ in 0..50 {
+            // to be reaped, and a cgroup with tasks cannot be removed. That moment is usually
+            // well under a millisecond, so wait in short, growing steps (at most ~1 s).
+            let mut wait = std::time::Duration::from_micros(100);
+            let mut waited = std::time::Duration::ZERO;
+            while waited < std::time::Duration::from_secs(1) {
                 if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
                     return;
                 }
-                std::thread::sleep(std::time::Duration::from_millis(10));
+                std::thread::sleep(wait);
+                waited += wait;
+                wait = (wait * 2).min(std::time::Duration::from_millis(20));
             }
             tracing::warn!(cgroup = %self.dir.display(), "could not remove a pids cgroup");
         }
