@@ -106,6 +106,18 @@ impl Ws {
     }
 }
 
+/// A gate over `ws` with `grants` for this run (session scope) and nothing else added.
+pub async fn gate_granting(ws: &Ws, grants: &[&str]) -> Gate {
+    Gate::open(GateOptions {
+        workspace: ws.root(),
+        cache_dir: Some(cache_dir()),
+        grants: grants.iter().map(|g| g.to_string()).collect(),
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+}
+
 /// Limits small enough that the hostile guest is stopped quickly.
 pub fn tight_limits() -> Limits {
     Limits {

@@ -4,17 +4,10 @@
 use crate::common::*;
 use crate::plugins::serve_http;
 use serde_json::json;
-use toolgate::{Gate, GateOptions, Status};
+use toolgate::{Gate, Status};
 
 async fn gate(ws: &Ws, grants: &[&str]) -> Gate {
-    Gate::open(GateOptions {
-        workspace: ws.root(),
-        cache_dir: Some(cache_dir()),
-        grants: grants.iter().map(|g| g.to_string()).collect(),
-        ..Default::default()
-    })
-    .await
-    .unwrap()
+    gate_granting(ws, grants).await
 }
 
 #[tokio::test]

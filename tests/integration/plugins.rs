@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use toolgate::plugins::{PluginStore, Record};
 use toolgate::sandbox::{Limits, Sandbox};
-use toolgate::{Gate, GateOptions, Observation, Status};
+use toolgate::{Gate, Observation, Status};
 
 pub fn artifact(file: &str) -> PathBuf {
     PathBuf::from(toolgate::tools::registry::GUEST_ARTIFACT_DIR).join(file)
@@ -50,14 +50,7 @@ async fn install(ws: &Ws, component: &str, manifest_text: &str) -> toolgate::Res
 
 /// A gate over the workspace with `grants` for this run.
 async fn gate(ws: &Ws, grants: &[&str]) -> Gate {
-    Gate::open(GateOptions {
-        workspace: ws.root(),
-        cache_dir: Some(cache_dir()),
-        grants: grants.iter().map(|g| g.to_string()).collect(),
-        ..Default::default()
-    })
-    .await
-    .unwrap()
+    gate_granting(ws, grants).await
 }
 
 async fn hostile(gate: &Gate, input: Value) -> Observation {

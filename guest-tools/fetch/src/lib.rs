@@ -64,27 +64,7 @@ impl Tool for Fetch {
 
 toolgate_guest::register_tool!(Fetch);
 
-/// A call's result before it becomes an [`Output`] (whose fields are private), so tests can
-/// look at it.
-#[derive(Debug, Clone)]
-pub struct Report {
-    pub summary: String,
-    pub content: String,
-    pub truncated: bool,
-    /// `(unit, seen, returned)`.
-    pub totals: Vec<(&'static str, u64, u64)>,
-    pub data: Value,
-}
-
-impl Report {
-    pub fn into_output(self) -> Output {
-        let mut out = Output::new(self.summary, self.content).truncated(self.truncated);
-        for (unit, seen, returned) in self.totals {
-            out = out.total(unit, seen, returned);
-        }
-        out.data(self.data)
-    }
-}
+pub use toolgate_guest::Report;
 
 fn bad_input(message: impl Into<String>) -> ToolError {
     ToolError::new("bad-input", message)

@@ -37,7 +37,7 @@ pub mod text;
 pub mod walk;
 
 pub use context::Context;
-pub use output::{Budget, Descriptor, Output, PathAccess, Risk, ToolError};
+pub use output::{Budget, Descriptor, Output, PathAccess, Report, Risk, ToolError};
 pub use serde_json::{self, json, Value};
 
 /// The generated WIT bindings. Not part of the SDK's API: use the re-exports above.

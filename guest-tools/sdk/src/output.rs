@@ -232,3 +232,30 @@ impl Budget {
         self.buf
     }
 }
+
+/// A call's result as plain fields, before it becomes an [`Output`] (whose fields are private):
+/// a tool's logic can return it so native unit tests can look at every part.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// One line saying what happened.
+    pub summary: String,
+    /// The text the model reads.
+    pub content: String,
+    /// Whether `content` is a preview of something larger.
+    pub truncated: bool,
+    /// `(unit, seen, returned)`.
+    pub totals: Vec<(&'static str, u64, u64)>,
+    /// Tool-specific structured data.
+    pub data: serde_json::Value,
+}
+
+impl Report {
+    /// The [`Output`] the host receives.
+    pub fn into_output(self) -> Output {
+        let mut out = Output::new(self.summary, self.content).truncated(self.truncated);
+        for (unit, seen, returned) in self.totals {
+            out = out.total(unit, seen, returned);
+        }
+        out.data(self.data)
+    }
+}
