@@ -137,3 +137,35 @@ async fn the_policy_caps_the_response_size() {
     assert!(o.content.len() <= 1024 + 200, "{o:#?}");
     assert!(o.status == Status::Error || o.truncated, "{o:#?}");
 }
+
+#[tokio::test]
+async fn a_server_that_stops_sending_cannot_hold_the_call() {
+    let port = serve_http();
+    let ws = Ws::new();
+    ws.write(
+        ".toolgate/policy.toml",
+        "[network]\nallow_private = [\"127.0.0.1\"]\ntimeout_ms = 300\n",
+    );
+    let g = gate(&ws, &["fetch:127.0.0.1"]).await;
+    let started = std::time::Instant::now();
+    let o = call(
+        &g,
+        "fetch",
+        json!({"url": format!("http://127.0.0.1:{port}/stall")}),
+    )
+    .await;
+    assert_eq!(o.status, Status::Error, "{o:#?}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    // The host keeps serving.
+    let o = call(
+        &g,
+        "fetch",
+        json!({"url": format!("http://127.0.0.1:{port}/ok")}),
+    )
+    .await;
+    assert_eq!(o.content, "hello", "{o:#?}");
+}

@@ -326,7 +326,8 @@ async fn manifest_limits_stop_a_looping_or_greedy_plugin_and_the_host_keeps_serv
     assert_eq!(hostile(&g, json!({"mode": "ok"})).await.status, Status::Ok);
 }
 
-/// A loopback HTTP server: `/ok` answers `hello`, `/big` 64 KiB, `/to?L` redirects to `L`.
+/// A loopback HTTP server: `/ok` answers `hello`, `/big` 64 KiB, `/to?L` redirects to `L`,
+/// `/stall` sends 5 of 100 body bytes and then nothing.
 /// Returns its port.
 pub fn serve_http() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -355,6 +356,12 @@ pub fn serve_http() -> u16 {
                         "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                         body.len()
                     )
+                } else if path == "/stall" {
+                    // A head and a little of the body, then nothing: a slow-loris server.
+                    let _ =
+                        stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nhello");
+                    std::thread::sleep(std::time::Duration::from_secs(20));
+                    return;
                 } else if let Some(target) = path.strip_prefix("/to?") {
                     format!("HTTP/1.1 302 Found\r\nLocation: {target}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
                 } else {

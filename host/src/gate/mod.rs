@@ -1068,7 +1068,9 @@ impl Gate {
             }
         }
         if is_fetch(&p.tool.info) {
-            caps.net = Some(self.fetch_grant(session, &p.input));
+            let mut net = self.fetch_grant(session, &p.input);
+            net.deadline = Some(Instant::now() + limits.timeout);
+            caps.net = Some(net);
         }
         for (scoped, current) in &p.before {
             // A plugin writes only where its grant reaches (checked in `prepare`), through the
@@ -1260,10 +1262,14 @@ impl Gate {
                 allow_private: self.policy.network.allow_private.clone(),
                 max_response_bytes: self.policy.network.max_response_bytes,
                 timeout: self.policy.network.timeout,
+                deadline: None,
                 refusals: Default::default(),
             });
         }
         *limits = grant.limits(limits);
+        if let Some(net) = &mut caps.net {
+            net.deadline = Some(Instant::now() + limits.timeout);
+        }
         Ok(())
     }
 
@@ -1303,6 +1309,7 @@ impl Gate {
             allow_private: self.policy.network.allow_private.clone(),
             max_response_bytes: self.policy.network.max_response_bytes,
             timeout: self.policy.network.timeout,
+            deadline: None,
             refusals: Default::default(),
         }
     }

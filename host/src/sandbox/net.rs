@@ -220,8 +220,12 @@ pub struct NetGrant {
     pub allow_private: Vec<HostPattern>,
     /// Most response-body bytes a single request may deliver.
     pub max_response_bytes: u64,
-    /// Bound on connecting and on waiting for the response head.
+    /// Bound on connecting, on waiting for the response head, and on each wait for more of
+    /// the body.
     pub timeout: Duration,
+    /// When the whole call must be over: a body still streaming then ends with an error (a
+    /// guest blocked in a host read is not reached by the epoch deadline).
+    pub deadline: Option<std::time::Instant>,
     /// What the host refused during this call, in words, for the observation.
     pub refusals: Arc<Mutex<Vec<String>>>,
 }
@@ -416,11 +420,16 @@ async fn send(
     };
 
     let limit = grant.max_response_bytes;
+    let idle = grant.timeout;
+    let deadline = grant.deadline.map(tokio::time::Instant::from_std);
     let response = response.map(|incoming| {
         Capped {
             inner: incoming,
             seen: 0,
             limit,
+            idle,
+            timer: Box::pin(tokio::time::sleep(idle)),
+            deadline: deadline.map(|d| Box::pin(tokio::time::sleep_until(d))),
         }
         .boxed_unsync()
     });
@@ -453,11 +462,15 @@ where
         .map_err(HttpError::from)
 }
 
-/// A response body that ends with an error past `limit` bytes.
+/// A response body that ends with an error past `limit` bytes, when no data came for `idle`,
+/// or at the call's deadline.
 struct Capped {
     inner: hyper::body::Incoming,
     seen: u64,
     limit: u64,
+    idle: Duration,
+    timer: Pin<Box<tokio::time::Sleep>>,
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl Body for Capped {
@@ -473,6 +486,8 @@ impl Body for Capped {
         }
         match Pin::new(&mut self.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
+                let next = tokio::time::Instant::now() + self.idle;
+                self.timer.as_mut().reset(next);
                 if let Some(data) = frame.data_ref() {
                     self.seen += data.len() as u64;
                     if self.seen > self.limit {
@@ -485,7 +500,16 @@ impl Body for Capped {
             }
             Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(HttpError::from(e)))),
             Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => {
+                let late = self
+                    .deadline
+                    .as_mut()
+                    .is_some_and(|d| d.as_mut().poll(cx).is_ready());
+                if late || self.timer.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Some(Err(HttpError::ConnectionReadTimeout)));
+                }
+                Poll::Pending
+            }
         }
     }
 
@@ -574,6 +598,7 @@ mod tests {
             allow_private: vec![],
             max_response_bytes: 1,
             timeout: Duration::from_secs(1),
+            deadline: None,
             refusals: Default::default(),
         };
         assert!(grant.host_allowed("https", "api.example.com", 443));
