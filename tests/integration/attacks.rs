@@ -510,3 +510,31 @@ async fn hostile_guest_cannot_escape_its_preopen() {
     .await;
     assert_eq!(o.status, Status::Denied);
 }
+
+#[tokio::test]
+async fn a_fifo_in_the_workspace_cannot_hang_a_tool() {
+    let ws = Ws::new();
+    ws.write("src/a.txt", "needle\n");
+    let status = std::process::Command::new("mkfifo")
+        .arg(ws.path("src/pipe"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let gate = ws.gate(false).await;
+    // Opening a FIFO for reading would block until a writer comes, inside a host call the
+    // deadline cannot interrupt: the filesystem guard refuses anything but files and dirs.
+    let o = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        call(&gate, "read", json!({"path": "src/pipe"})),
+    )
+    .await
+    .expect("read of a FIFO must not hang");
+    assert_eq!(o.status, Status::Error, "{o:#?}");
+    let o = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        call(&gate, "grep", json!({"pattern": "needle"})),
+    )
+    .await
+    .expect("grep next to a FIFO must not hang");
+    assert!(o.content.contains("src/a.txt"), "{o:#?}");
+}

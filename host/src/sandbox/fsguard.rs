@@ -514,6 +514,21 @@ impl HostDescriptor for GuardedFsView<'_> {
             Access::Read
         };
         let guarded = self.check(&fd, &path, access, Slot::First)?;
+        // Opening a FIFO blocks until a writer comes (and reading a device may never end),
+        // inside a host call the epoch deadline cannot interrupt: only regular files,
+        // directories and symlinks to them are opened.
+        let probe = Resource::new_borrow(fd.rep());
+        match HostDescriptor::stat_at(&mut self.inner, probe, path_flags, path.clone()).await {
+            Ok(stat)
+                if !matches!(
+                    stat.type_,
+                    types::DescriptorType::RegularFile | types::DescriptorType::Directory
+                ) =>
+            {
+                return Err(ErrorCode::Access.into());
+            }
+            _ => {}
+        }
         let opened =
             HostDescriptor::open_at(&mut self.inner, fd, path_flags, path, oflags, flags).await?;
         if !guarded {
