@@ -259,6 +259,14 @@ async fn a_tampered_component_is_refused_at_load_with_the_reason() {
         "{o:#?}"
     );
     assert!(g.tools().all(|t| t.name != TOOL));
+    // `policy check` reports it too, as an error.
+    let problems = g.check();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.severity == "error" && p.message.contains("refused at load")),
+        "{problems:#?}"
+    );
 }
 
 #[tokio::test]
