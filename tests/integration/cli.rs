@@ -4,21 +4,10 @@ use crate::common::*;
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
-
-fn toolgate(ws: &Ws) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
-    cmd.env("TOOLGATE_CACHE_DIR", cache_dir())
-        .env_remove("TOOLGATE_SESSION")
-        .env_remove("TOOLGATE_WORKSPACE")
-        .env_remove("TOOLGATE_LOG")
-        .arg("--workspace")
-        .arg(ws.root());
-    cmd
-}
+use std::process::{Output, Stdio};
 
 fn run(ws: &Ws, args: &[&str]) -> Output {
-    toolgate(ws).args(args).output().unwrap()
+    toolgate_command(ws).args(args).output().unwrap()
 }
 
 /// The exit code and the observation printed on stdout.
@@ -190,7 +179,7 @@ fn tools_json_lists_the_builtins_with_their_risk() {
 fn call_reads_its_input_from_stdin() {
     let ws = Ws::new();
     ws.write("a.txt", "from stdin\n");
-    let mut child = toolgate(&ws)
+    let mut child = toolgate_command(&ws)
         .args(["call", "read", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -118,6 +118,19 @@ pub async fn gate_granting(ws: &Ws, grants: &[&str]) -> Gate {
     .unwrap()
 }
 
+/// The `toolgate` binary for `ws`, sharing the tests' component cache, with none of the
+/// caller's toolgate environment.
+pub fn toolgate_command(ws: &Ws) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    cmd.env("TOOLGATE_CACHE_DIR", cache_dir())
+        .env_remove("TOOLGATE_SESSION")
+        .env_remove("TOOLGATE_WORKSPACE")
+        .env_remove("TOOLGATE_LOG")
+        .arg("--workspace")
+        .arg(ws.root());
+    cmd
+}
+
 /// Limits small enough that the hostile guest is stopped quickly.
 pub fn tight_limits() -> Limits {
     Limits {

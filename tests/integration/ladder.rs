@@ -644,10 +644,7 @@ async fn ci_preset_denies_ci_config_and_allows_grants() {
 }
 
 fn toolgate(ws: &Ws, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .env("TOOLGATE_CACHE_DIR", cache_dir())
-        .arg("--workspace")
-        .arg(ws.root())
+    crate::common::toolgate_command(ws)
         .args(args)
         .stdin(std::process::Stdio::null())
         .output()

@@ -6,7 +6,6 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::Command;
 use toolgate::plugins::{PluginStore, Record};
 use toolgate::sandbox::{Limits, Sandbox};
 use toolgate::{Gate, Observation, Status};
@@ -500,16 +499,6 @@ async fn the_grant_narrows_what_the_manifest_requests() {
     assert_eq!(o.content.trim(), "", "{o:#?}");
 }
 
-fn toolgate_cli(ws: &Ws) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
-    cmd.env("TOOLGATE_CACHE_DIR", cache_dir())
-        .env_remove("TOOLGATE_SESSION")
-        .env_remove("TOOLGATE_WORKSPACE")
-        .arg("--workspace")
-        .arg(ws.root());
-    cmd
-}
-
 #[test]
 fn the_example_plugin_installs_lists_runs_and_is_removed_from_the_command_line() {
     let ws = Ws::new();
@@ -520,7 +509,7 @@ fn the_example_plugin_installs_lists_runs_and_is_removed_from_the_command_line()
     let wasm = artifact("toolgate_plugin_word_count.wasm");
     let manifest = example.join("toolgate-plugin.toml");
     // Without a terminal, installing needs --yes; nothing is written before that.
-    let out = toolgate_cli(&ws)
+    let out = toolgate_command(&ws)
         .args(["plugin", "add"])
         .arg(&wasm)
         .arg("--manifest")
@@ -534,7 +523,7 @@ fn the_example_plugin_installs_lists_runs_and_is_removed_from_the_command_line()
         "shows what it asks for: {stdout}"
     );
     assert!(!ws.path(".toolgate/plugins/word-count").exists());
-    let out = toolgate_cli(&ws)
+    let out = toolgate_command(&ws)
         .args(["plugin", "add", "--yes"])
         .arg(&wasm)
         .arg("--manifest")
@@ -546,11 +535,14 @@ fn the_example_plugin_installs_lists_runs_and_is_removed_from_the_command_line()
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = toolgate_cli(&ws).args(["plugin", "list"]).output().unwrap();
+    let out = toolgate_command(&ws)
+        .args(["plugin", "list"])
+        .output()
+        .unwrap();
     let listed = String::from_utf8_lossy(&out.stdout);
     assert!(listed.contains("plugin__word-count\t0.1.0\tok"), "{listed}");
 
-    let out = toolgate_cli(&ws)
+    let out = toolgate_command(&ws)
         .args([
             "--grant",
             "plugin__word-count:**",
@@ -575,12 +567,12 @@ fn the_example_plugin_installs_lists_runs_and_is_removed_from_the_command_line()
         "{content}"
     );
 
-    let out = toolgate_cli(&ws)
+    let out = toolgate_command(&ws)
         .args(["plugin", "remove", "word-count"])
         .output()
         .unwrap();
     assert!(out.status.success());
-    let out = toolgate_cli(&ws)
+    let out = toolgate_command(&ws)
         .args([
             "--grant",
             "plugin__word-count",

@@ -1,34 +1,20 @@
 //! `job_kill`: Stop a background shell job: kill its whole process group and show its last output.
 
 use toolgate_guest::exec;
-use toolgate_guest::{json, Context, Descriptor, Output, Risk, Tool, ToolError, Value};
+use toolgate_guest::{Context, Descriptor, Output, Tool, ToolError, Value};
 
 struct T;
 
 impl Tool for T {
     fn describe() -> Descriptor {
-        Descriptor::new(
+        exec::job_tool_descriptor(
             "job_kill",
             "Stop a background shell job: kill its whole process group and show its last output.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "job_id": {"type": "string", "minLength": 1, "description": "The job id the shell tool returned."}
-                },
-                "required": ["job_id"],
-                "additionalProperties": false
-            }),
-            Risk::Exec,
         )
     }
 
     fn call(input: Value, _cx: &Context) -> Result<Output, ToolError> {
-        let id = input
-            .get("job_id")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let outcome = exec::job_kill(id).map_err(|m| ToolError::new("no-such-job", m))?;
-        Ok(exec::to_output(outcome, id))
+        exec::job_tool_call(&input, exec::job_kill)
     }
 }
 

@@ -10,7 +10,7 @@ pub mod __wit {
     });
 }
 
-use crate::{json, Output, ToolError, Value};
+use crate::{json, Descriptor, Output, Risk, ToolError, Value};
 pub use __wit::toolgate::host::exec::{Command, Outcome, State, StreamOutput};
 
 /// Run the approved command.
@@ -26,6 +26,36 @@ pub fn job_output(job_id: &str) -> Result<Outcome, String> {
 /// Kill a background job's process group.
 pub fn job_kill(job_id: &str) -> Result<Outcome, String> {
     __wit::toolgate::host::exec::job_kill(job_id)
+}
+
+/// The descriptor of a tool that acts on one background job: input `{ "job_id": "..." }`.
+pub fn job_tool_descriptor(name: &str, description: &str) -> Descriptor {
+    Descriptor::new(
+        name,
+        description,
+        json!({
+            "type": "object",
+            "properties": {
+                "job_id": {"type": "string", "minLength": 1, "description": "The job id the shell tool returned."}
+            },
+            "required": ["job_id"],
+            "additionalProperties": false
+        }),
+        Risk::Exec,
+    )
+}
+
+/// One call of a job tool: `action` on the input's `job_id`, shown like a command's outcome.
+pub fn job_tool_call(
+    input: &Value,
+    action: fn(&str) -> Result<Outcome, String>,
+) -> Result<Output, ToolError> {
+    let id = input
+        .get("job_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let outcome = action(id).map_err(|m| ToolError::new("no-such-job", m))?;
+    Ok(to_output(outcome, id))
 }
 
 /// The state's name.

@@ -549,15 +549,7 @@ async fn plugin(
             };
             let policy =
                 toolgate::policy::Policy::for_workspace(&ws.state_dir(), opts.policy.as_ref())
-                    .map_err(|p| {
-                        anyhow::anyhow!(
-                            "policy:\n{}",
-                            p.iter()
-                                .map(|p| p.to_string())
-                                .collect::<Vec<_>>()
-                                .join("\n")
-                        )
-                    })?;
+                    .map_err(|p| toolgate::policy::problems_error(&p))?;
             let sandbox = toolgate::sandbox::Sandbox::new(None)?;
             let pending = match store
                 .prepare(&sandbox, &policy.limits, &component, &manifest)

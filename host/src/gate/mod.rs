@@ -110,17 +110,8 @@ impl Gate {
     /// policy with problems stops here with every problem listed.
     pub async fn open(options: GateOptions) -> Result<Self> {
         let probe = Workspace::new(&options.workspace, &[])?;
-        let policy = Policy::for_workspace(&probe.state_dir(), options.policy.as_ref()).map_err(
-            |problems| {
-                Error::Policy(
-                    problems
-                        .iter()
-                        .map(Problem::to_string)
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                )
-            },
-        )?;
+        let policy = Policy::for_workspace(&probe.state_dir(), options.policy.as_ref())
+            .map_err(|problems| crate::policy::problems_error(&problems))?;
         let mut secrets = options.extra_secrets.clone();
         secrets.extend(policy.secrets.iter().cloned());
         let workspace = Workspace::new(&options.workspace, &secrets)?;
@@ -1394,7 +1385,7 @@ fn plugin_paths_granted(
     let within = |rel: &str, roots: &[String]| {
         roots
             .iter()
-            .any(|r| r == "." || rel == r || rel.starts_with(&format!("{r}/")))
+            .any(|r| crate::plugins::manifest::within(rel, r))
     };
     for (field, usage, scoped) in paths {
         let ok = match usage {

@@ -205,7 +205,8 @@ pub fn normalize_rel(p: &str) -> Result<String, String> {
     })
 }
 
-fn within(inner: &str, outer: &str) -> bool {
+/// Whether the normalised workspace-relative path `inner` lies in `outer` (`.` holds all).
+pub(crate) fn within(inner: &str, outer: &str) -> bool {
     outer == "." || inner == outer || inner.starts_with(&format!("{outer}/"))
 }
 

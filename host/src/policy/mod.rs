@@ -426,6 +426,17 @@ impl Policy {
     }
 }
 
+/// The error that stops loading: every problem on its own line, with its location.
+pub fn problems_error(problems: &[Problem]) -> crate::Error {
+    crate::Error::Policy(
+        problems
+            .iter()
+            .map(Problem::to_string)
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+}
+
 /// Where a policy comes from when chosen explicitly.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PolicySource {
