@@ -213,6 +213,8 @@ async fn ci_preset_with_a_command_line_grant() {
     assert_eq!(c["landlock"], true);
     assert_eq!(c["netns"], true);
     assert_eq!(c["env_scrubbed"], true);
+    // Started by the spawner, not forked from the host.
+    assert_eq!(o.data["spawner"], true, "{o:#?}");
     // Not granted: denied headless, the hint names the grant.
     let o = sh(&g, "touch y").await;
     assert_eq!(o.status, Status::Denied);
@@ -384,4 +386,54 @@ async fn process_count_is_limited() {
     let o = sh(&g, "echo fine").await;
     assert_eq!(o.status, Status::Ok, "{o:#?}");
     assert!(o.content.contains("fine"));
+}
+
+/// The spawner that starts commands can die (killed by the OOM killer, by hand): a command it
+/// was running is reported and its group killed instead of waiting forever, and the next
+/// command starts a new spawner, confined as before.
+#[tokio::test]
+async fn a_killed_spawner_is_replaced_and_never_hangs_a_call() {
+    let ws = Ws::new();
+    let g = gate(&ws, ASK, &["shell"], None).await;
+    let o = sh(&g, "echo one").await;
+    assert_eq!(o.status, Status::Ok, "{o:#?}");
+    assert_eq!(o.data["spawner"], true, "{o:#?}");
+    let first = g.exec_host().spawner.pid().expect("a spawner runs");
+    // A command runs in the background while its spawner is killed.
+    let o = sh_with(
+        &g,
+        json!({"command": "sleep 2; echo late > late.txt", "run_in_background": true}),
+    )
+    .await;
+    assert!(o.data["job_id"].is_string(), "{o:#?}");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(first as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    // Nobody looks at the job: the host notices on its own that it lost it.
+    let started = std::time::Instant::now();
+    while g.exec_host().jobs.running() > 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "the job still looks alive after its spawner died"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // The next command gets a new spawner and the same confinement.
+    let o = sh(&g, "echo two > two.txt; echo again").await;
+    assert_eq!(o.status, Status::Ok, "{o:#?}");
+    assert!(o.content.contains("again"));
+    assert_eq!(o.data["spawner"], true, "{o:#?}");
+    assert_eq!(o.data["confinement"]["landlock"], true);
+    let second = g.exec_host().spawner.pid().expect("a new spawner runs");
+    assert_ne!(first, second);
+    assert_eq!(ws.read("two.txt"), "two\n");
+    // The orphaned job's group was killed, not left to finish on its own.
+    tokio::time::sleep(std::time::Duration::from_millis(2500).saturating_sub(started.elapsed()))
+        .await;
+    assert!(
+        !ws.path("late.txt").exists(),
+        "the orphaned job kept running"
+    );
 }

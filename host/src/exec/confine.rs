@@ -61,6 +61,19 @@ impl PidsCgroup {
     }
 }
 
+impl PidsCgroup {
+    /// The limit.
+    pub fn limit(&self) -> u32 {
+        self.limit
+    }
+
+    /// `cgroup.procs`, for a child to write its pid into before it execs.
+    #[cfg(target_os = "linux")]
+    pub fn procs_fd(&self) -> Result<rustix::fd::OwnedFd, String> {
+        self.inner.procs_fd()
+    }
+}
+
 impl Confinement {
     /// Whether everything that was wanted is in place.
     pub fn complete(&self) -> bool {
@@ -192,6 +205,19 @@ pub fn install(
         let _ = (cmd, workspace, tmp, pids);
     }
     Ok(want)
+}
+
+/// Install exactly `want` on `cmd` (the spawner applies what the host chose); `procs` is the
+/// pids cgroup's `cgroup.procs` for the child to join first.
+#[cfg(target_os = "linux")]
+pub fn apply(
+    cmd: &mut Command,
+    workspace: &Path,
+    tmp: &Path,
+    want: Confinement,
+    procs: Option<rustix::fd::OwnedFd>,
+) -> Result<(), String> {
+    linux::install(cmd, workspace, tmp, want, procs)
 }
 
 #[cfg(target_os = "linux")]

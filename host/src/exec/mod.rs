@@ -13,6 +13,7 @@ pub mod jobs;
 pub mod lex;
 pub mod policy;
 pub mod run;
+pub mod spawner;
 
 pub use confine::Confinement;
 pub use lex::{lex, Lexed};
@@ -172,6 +173,8 @@ pub struct ExecHost {
     pub config: ExecConfig,
     /// Background jobs of every session; they die with the gate.
     pub jobs: jobs::JobTable,
+    /// Starts commands without forking the (large) host process.
+    pub spawner: spawner::Spawner,
 }
 
 impl ExecHost {
@@ -181,6 +184,7 @@ impl ExecHost {
             workspace,
             config,
             jobs: jobs::JobTable::default(),
+            spawner: spawner::Spawner::default(),
         }
     }
 

@@ -86,6 +86,8 @@ pub struct Process {
     _pids: Option<confine::PidsCgroup>,
     /// Which confinement was applied.
     pub confinement: confine::Confinement,
+    /// Started by the spawner (not forked from the host).
+    pub via_spawner: bool,
     /// The text that runs.
     pub text: String,
 }
@@ -218,7 +220,10 @@ impl Process {
                 .unwrap_or(u64::MAX),
             job_id: None,
             full_output_ref,
-            data: json!({ "confinement": self.confinement.to_json() }),
+            data: json!({
+                "confinement": self.confinement.to_json(),
+                "spawner": self.via_spawner,
+            }),
         };
         (outcome, offsets)
     }
@@ -284,6 +289,10 @@ pub fn lookup(program: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
 }
 
 /// Start the approved command. The returned process is already being read and reaped.
+///
+/// The command is started by the gate's [`spawner`](super::spawner) when one is running (no
+/// fork of the large host process), else forked from the host; both apply the same
+/// confinement, chosen here.
 pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, String> {
     let tmp = tempfile::Builder::new()
         .prefix("toolgate-shell-")
@@ -296,59 +305,60 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Str
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
     let dirs = clean_path(&path, &host.workspace);
-    let mut cmd = match &approved.plan {
+    let (program, arg0, args) = match &approved.plan {
         Plan::Argv(argv) => {
             let program = lookup(&argv[0], &dirs).ok_or_else(|| {
                 format!("`{}` was not found on PATH (commands run without a shell; a shell builtin or function needs `bash -c`-style syntax)", argv[0])
             })?;
-            let mut c = Command::new(program);
-            std::os::unix::process::CommandExt::arg0(&mut c, &argv[0]);
-            c.args(&argv[1..]);
-            c
+            (program, argv[0].clone(), argv[1..].to_vec())
         }
         Plan::Bash(text) => {
             let bash = lookup("bash", &dirs).unwrap_or_else(|| PathBuf::from("/bin/bash"));
-            let mut c = Command::new(bash);
-            c.arg("-c").arg(text);
-            c
+            (
+                bash,
+                "bash".to_string(),
+                vec!["-c".to_string(), text.clone()],
+            )
         }
     };
-    cmd.current_dir(&approved.cwd)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let pids = confine::PidsCgroup::create(host.config.max_processes);
-    let confinement = confine::install(
-        &mut cmd,
-        &host.workspace,
-        tmp.path(),
-        host.config.network,
-        pids.as_ref(),
-    )?;
+    let mut confinement = confine::available(host.config.network);
+    confinement.pids_limit = pids.as_ref().map(|p| p.limit());
     if host.config.require_confinement && !confinement.complete() {
         return Err(format!(
             "the policy requires confinement and it is not available here ({})",
             confinement.missing().join(", ")
         ));
     }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("could not start the command: {e}"))?;
-    let pgid = i32::try_from(child.id()).unwrap_or(i32::MAX);
     let shared: Arc<(Mutex<Progress>, Condvar)> = Arc::new(Default::default());
     {
         let mut p = shared.0.lock().unwrap_or_else(|p| p.into_inner());
         p.stdout.open = true;
         p.stderr.open = true;
     }
-    let readers: [(Option<Box<dyn Read + Send>>, bool); 2] = [
-        (child.stdout.take().map(|s| Box::new(s) as _), true),
-        (child.stderr.take().map(|s| Box::new(s) as _), false),
-    ];
-    for (reader, is_out) in readers {
+    let request = super::spawner::Request {
+        id: 0,
+        program,
+        arg0,
+        args,
+        env,
+        cwd: approved.cwd.clone(),
+        workspace: host.workspace.clone(),
+        tmp: tmp.path().to_path_buf(),
+        landlock: confinement.landlock,
+        netns: confinement.netns,
+        mountns: confinement.mountns,
+        cgroup: pids.is_some(),
+    };
+    let (pid, readers, via_spawner) =
+        match start_with_spawner(host, &request, pids.as_ref(), &shared)? {
+            Some((pid, readers)) => (pid, readers, true),
+            None => {
+                let (pid, readers) = start_in_process(host, &request, pids.as_ref(), &shared)?;
+                (pid, readers, false)
+            }
+        };
+    for (reader, is_out) in readers.into_iter().zip([true, false]) {
         let Some(mut reader) = reader else { continue };
         let shared = shared.clone();
         std::thread::spawn(move || {
@@ -372,32 +382,124 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Str
             }
         });
     }
-    {
-        let shared = shared.clone();
-        std::thread::spawn(move || {
-            use std::os::unix::process::ExitStatusExt;
-            let status = child.wait();
-            let (lock, cv) = &*shared;
-            let mut p = lock.lock().unwrap_or_else(|p| p.into_inner());
-            p.status = Some(match status {
-                Ok(s) => (s.code(), s.signal()),
-                Err(_) => (None, None),
-            });
-            p.ended = Some(Instant::now());
-            cv.notify_all();
-        });
-    }
-    let process = Process {
-        pgid,
+    Ok(Process {
+        pgid: pid,
         started: Instant::now(),
         shared,
         _tmp: Some(tmp),
         _pids: pids,
         confinement,
+        via_spawner,
         text: approved.text.clone(),
-    };
-    // The hard timeout: a watchdog kills the group even when nobody is waiting (a job).
-    Ok(process)
+    })
+}
+
+type Readers = [Option<Box<dyn Read + Send>>; 2];
+
+/// Record the leader's end in `shared`.
+fn record_exit(shared: &Arc<(Mutex<Progress>, Condvar)>, code: Option<i32>, signal: Option<i32>) {
+    let (lock, cv) = &**shared;
+    let mut p = lock.lock().unwrap_or_else(|p| p.into_inner());
+    p.status = Some((code, signal));
+    p.ended = Some(Instant::now());
+    cv.notify_all();
+}
+
+/// Start through the spawner; `Ok(None)` when there is none (fork from the host instead).
+fn start_with_spawner(
+    host: &ExecHost,
+    request: &super::spawner::Request,
+    pids: Option<&confine::PidsCgroup>,
+    shared: &Arc<(Mutex<Progress>, Condvar)>,
+) -> Result<Option<(i32, Readers)>, String> {
+    #[cfg(target_os = "linux")]
+    {
+        use super::spawner::StartError;
+        let (out_r, out_w) =
+            std::io::pipe().map_err(|e| format!("creating the output pipe: {e}"))?;
+        let (err_r, err_w) =
+            std::io::pipe().map_err(|e| format!("creating the output pipe: {e}"))?;
+        let mut fds: Vec<rustix::fd::OwnedFd> = vec![out_w.into(), err_w.into()];
+        if let Some(p) = pids {
+            fds.push(p.procs_fd()?);
+        }
+        // When the spawner dies, the status of what it started is unknown (`None, None`):
+        // the group is killed at once, since nobody can reap it or see it end any more.
+        let leader = Arc::new(std::sync::atomic::AtomicI32::new(0));
+        let on_exit = {
+            let shared = shared.clone();
+            let leader = leader.clone();
+            Box::new(move |code: Option<i32>, signal: Option<i32>| {
+                let pgid = leader.load(std::sync::atomic::Ordering::Acquire);
+                if code.is_none() && signal.is_none() && pgid > 0 {
+                    kill_group(pgid);
+                }
+                record_exit(&shared, code, signal)
+            })
+        };
+        match host.spawner.start(request.clone(), fds, on_exit) {
+            Ok(pid) => Ok(Some((
+                {
+                    leader.store(pid, std::sync::atomic::Ordering::Release);
+                    pid
+                },
+                [
+                    Some(Box::new(out_r) as Box<dyn Read + Send>),
+                    Some(Box::new(err_r) as Box<dyn Read + Send>),
+                ],
+            ))),
+            Err(StartError::Unavailable(_)) => Ok(None),
+            Err(StartError::Failed(e)) => Err(e),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (host, request, pids, shared);
+        Ok(None)
+    }
+}
+
+/// Fork the command from the host (no spawner), with the same confinement.
+fn start_in_process(
+    host: &ExecHost,
+    request: &super::spawner::Request,
+    pids: Option<&confine::PidsCgroup>,
+    shared: &Arc<(Mutex<Progress>, Condvar)>,
+) -> Result<(i32, Readers), String> {
+    let mut cmd = Command::new(&request.program);
+    std::os::unix::process::CommandExt::arg0(&mut cmd, &request.arg0);
+    cmd.args(&request.args)
+        .current_dir(&request.cwd)
+        .env_clear()
+        .envs(request.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    confine::install(
+        &mut cmd,
+        &host.workspace,
+        &request.tmp,
+        host.config.network,
+        pids,
+    )?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("could not start the command: {e}"))?;
+    let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
+    let readers: Readers = [
+        child.stdout.take().map(|s| Box::new(s) as _),
+        child.stderr.take().map(|s| Box::new(s) as _),
+    ];
+    let shared = shared.clone();
+    std::thread::spawn(move || {
+        use std::os::unix::process::ExitStatusExt;
+        match child.wait() {
+            Ok(s) => record_exit(&shared, s.code(), s.signal()),
+            Err(_) => record_exit(&shared, None, None),
+        }
+    });
+    Ok((pid, readers))
 }
 
 /// Run the approved command: wait for it, or hand it to the job table when it is a background

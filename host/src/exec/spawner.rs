@@ -1,0 +1,565 @@
+//! The spawner: a small helper process that starts shell commands for the host.
+//!
+//! Starting a confined command needs work between `fork` and `exec` (joining the pids cgroup,
+//! namespaces, read-only bind mounts, Landlock), so it cannot use `posix_spawn`. Forking the
+//! host itself is slow: the host is large (compiled components, pooled instance slots) and a
+//! fork copies its page tables, then the `exec` tears them down again — about 2 ms per command
+//! on the reference machine, most of the shell's overhead.
+//!
+//! So the host starts the `toolgate` binary once more with the hidden argument `__spawner`
+//! (a fresh `exec`, so the process is small), connected by a Unix seqpacket socket on its
+//! stdin. For each command the host sends the resolved program, argv, environment, working
+//! directory, the confinement to apply and, as file descriptors, the write ends of the output
+//! pipes and the command's pids cgroup (`cgroup.procs`). The spawner forks, applies exactly
+//! that confinement in the child (the same code as the in-process path, [`super::confine`])
+//! and execs; it replies with the pid and later reports the exit status.
+//!
+//! The spawner decides nothing: the gate approved the command and the host resolved the
+//! program, computed the environment and chose the confinement. It only ever runs what the
+//! host sends over a socket that no other process holds. When no spawner can be started (the
+//! binary is not found next to the running one, or it speaks another protocol) commands are
+//! forked from the host as before; `data.spawner` in the observation says which was used.
+//! The spawner exits when the host closes the socket (including when the host dies).
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// The hidden first argument that makes the `toolgate` binary a spawner.
+pub const ARG: &str = "__spawner";
+
+/// Bumped whenever [`Request`] or [`Reply`] change.
+const PROTOCOL: u32 = 1;
+
+/// Largest request the host sends; a larger one (a huge command or environment) is forked
+/// from the host instead.
+const MAX_REQUEST: usize = 128 << 10;
+
+/// Room the spawner keeps for one request.
+const RECV_BUFFER: usize = 256 << 10;
+
+/// One command to start.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Request {
+    /// Matches the replies to this request.
+    pub id: u64,
+    /// The program (absolute, resolved by the host).
+    pub program: PathBuf,
+    /// `argv[0]` as the command names it.
+    pub arg0: String,
+    /// The remaining arguments.
+    pub args: Vec<String>,
+    /// The whole environment.
+    pub env: Vec<(String, String)>,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// The workspace (writable under Landlock; its `.toolgate/` and git hooks read-only).
+    pub workspace: PathBuf,
+    /// The command's private temp dir (writable under Landlock).
+    pub tmp: PathBuf,
+    /// Apply Landlock.
+    pub landlock: bool,
+    /// Enter a fresh network namespace.
+    pub netns: bool,
+    /// Enter a private mount namespace with the protected paths read-only.
+    pub mountns: bool,
+    /// The third file descriptor is the pids cgroup's `cgroup.procs`.
+    pub cgroup: bool,
+}
+
+/// What the spawner says.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+enum Reply {
+    /// Sent once at start.
+    Hello { protocol: u32, version: String },
+    /// The command runs as `pid` (the leader of its own process group).
+    Started { id: u64, pid: i32 },
+    /// The command could not be started.
+    Failed { id: u64, error: String },
+    /// The command's leader ended.
+    Exited {
+        id: u64,
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
+}
+
+/// Why [`Spawner::start`] did not start a command.
+#[derive(Debug)]
+pub enum StartError {
+    /// No spawner is available: fork from the host instead.
+    Unavailable(String),
+    /// The spawner tried and the command could not be started (fail closed, do not retry).
+    Failed(String),
+}
+
+/// The `toolgate` binary to start as the spawner: the running one, or the one beside (or one
+/// level above) the running test or benchmark binary in a cargo target dir.
+fn find_binary() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let name = format!("toolgate{}", std::env::consts::EXE_SUFFIX);
+    if exe.file_name().is_some_and(|n| n == name.as_str()) {
+        return Some(exe);
+    }
+    let dir = exe.parent()?;
+    let mut candidates = vec![dir.join(&name)];
+    if let Some(up) = dir.parent() {
+        candidates.push(up.join(&name));
+    }
+    candidates.into_iter().find(|p| p.is_file())
+}
+
+#[cfg(target_os = "linux")]
+pub use linux::{serve, Spawner};
+
+#[cfg(not(target_os = "linux"))]
+mod other {
+    use super::{Request, StartError};
+    use std::os::fd::OwnedFd;
+
+    /// Without Linux there is no spawner: commands are started by the host.
+    #[derive(Default)]
+    pub struct Spawner;
+
+    impl Spawner {
+        /// Always unavailable here.
+        pub fn start(
+            &self,
+            _req: Request,
+            _fds: Vec<OwnedFd>,
+            _on_exit: Box<dyn FnOnce(Option<i32>, Option<i32>) + Send>,
+        ) -> Result<i32, StartError> {
+            Err(StartError::Unavailable("no spawner on this OS".into()))
+        }
+
+        /// Never running here.
+        pub fn pid(&self) -> Option<u32> {
+            None
+        }
+    }
+
+    /// The spawner only exists on Linux.
+    pub fn serve() -> std::process::ExitCode {
+        eprintln!("toolgate: the spawner is only used on Linux");
+        std::process::ExitCode::from(2)
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub use other::{serve, Spawner};
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use super::{find_binary, Reply, Request, StartError, MAX_REQUEST, PROTOCOL, RECV_BUFFER};
+    use crate::exec::confine::{self, Confinement};
+    use rustix::fd::{AsFd, FromRawFd, OwnedFd};
+    use rustix::io::Errno;
+    use rustix::net::{
+        recvmsg, sendmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage,
+        RecvFlags, ReturnFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags,
+        SocketType,
+    };
+    use std::collections::HashMap;
+    use std::io::{IoSlice, IoSliceMut};
+    use std::mem::MaybeUninit;
+    use std::process::{Child, Command, ExitCode, Stdio};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::{mpsc, Arc, Mutex};
+    use std::time::Duration;
+
+    /// How long the host waits for the spawner's hello, and for a start reply.
+    const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+
+    type OnExit = Box<dyn FnOnce(Option<i32>, Option<i32>) + Send>;
+
+    struct Waiting {
+        started: Option<mpsc::Sender<Result<i32, String>>>,
+        on_exit: Option<OnExit>,
+    }
+
+    /// One running spawner and its socket.
+    struct Conn {
+        sock: OwnedFd,
+        child: Mutex<Child>,
+        waiting: Arc<Mutex<HashMap<u64, Waiting>>>,
+        dead: Arc<AtomicBool>,
+    }
+
+    impl Drop for Conn {
+        fn drop(&mut self) {
+            let mut child = self.child.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The host's handle on its spawner, started on first use and restarted if it died.
+    #[derive(Default)]
+    pub struct Spawner {
+        conn: Mutex<Option<Arc<Conn>>>,
+        /// Set once starting failed, so every command does not try again.
+        unavailable: Mutex<Option<String>>,
+        next: AtomicU64,
+    }
+
+    impl Spawner {
+        fn conn(&self) -> Result<Arc<Conn>, StartError> {
+            if let Some(why) = lock(&self.unavailable).clone() {
+                return Err(StartError::Unavailable(why));
+            }
+            let mut slot = lock(&self.conn);
+            if let Some(c) = slot.as_ref() {
+                if !c.dead.load(Ordering::Acquire) {
+                    return Ok(c.clone());
+                }
+            }
+            match connect() {
+                Ok(c) => {
+                    let c = Arc::new(c);
+                    *slot = Some(c.clone());
+                    Ok(c)
+                }
+                Err(why) => {
+                    tracing::info!(%why, "no spawner; shell commands are forked from the host");
+                    *lock(&self.unavailable) = Some(why.clone());
+                    Err(StartError::Unavailable(why))
+                }
+            }
+        }
+
+        /// Start `req` with `fds` (stdout, stderr and, when `req.cgroup`, `cgroup.procs`);
+        /// `on_exit` runs with `(code, signal)` when the leader ends (both `None` when the
+        /// spawner died and the status is unknown). Returns the pid.
+        pub fn start(
+            &self,
+            mut req: Request,
+            fds: Vec<OwnedFd>,
+            on_exit: OnExit,
+        ) -> Result<i32, StartError> {
+            let conn = self.conn()?;
+            req.id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+            let body = serde_json::to_vec(&req)
+                .map_err(|e| StartError::Unavailable(format!("encoding the request: {e}")))?;
+            if body.len() > MAX_REQUEST {
+                return Err(StartError::Unavailable("the request is too large".into()));
+            }
+            let (tx, rx) = mpsc::channel();
+            lock(&conn.waiting).insert(
+                req.id,
+                Waiting {
+                    started: Some(tx),
+                    on_exit: Some(on_exit),
+                },
+            );
+            let borrowed: Vec<_> = fds.iter().map(|f| f.as_fd()).collect();
+            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+            let mut control = SendAncillaryBuffer::new(&mut space);
+            if !control.push(SendAncillaryMessage::ScmRights(&borrowed)) {
+                lock(&conn.waiting).remove(&req.id);
+                return Err(StartError::Unavailable("too many descriptors".into()));
+            }
+            let sent = loop {
+                match sendmsg(
+                    &conn.sock,
+                    &[IoSlice::new(&body)],
+                    &mut control,
+                    SendFlags::NOSIGNAL,
+                ) {
+                    Err(Errno::INTR) => continue,
+                    other => break other,
+                }
+            };
+            drop(fds);
+            if let Err(e) = sent {
+                // Not delivered: nothing was started. The next command starts a new spawner.
+                lock(&conn.waiting).remove(&req.id);
+                conn.dead.store(true, Ordering::Release);
+                return Err(StartError::Unavailable(format!("the spawner is gone: {e}")));
+            }
+            match rx.recv_timeout(REPLY_TIMEOUT) {
+                Ok(Ok(pid)) => Ok(pid),
+                Ok(Err(e)) => Err(StartError::Failed(e)),
+                Err(_) => {
+                    lock(&conn.waiting).remove(&req.id);
+                    Err(StartError::Failed(
+                        "the spawner did not answer; the command may not have started".into(),
+                    ))
+                }
+            }
+        }
+
+        /// The spawner's pid while one is running (for diagnostics and tests).
+        pub fn pid(&self) -> Option<u32> {
+            lock(&self.conn)
+                .as_ref()
+                .filter(|c| !c.dead.load(Ordering::Acquire))
+                .map(|c| lock(&c.child).id())
+        }
+    }
+
+    fn connect() -> Result<Conn, String> {
+        let exe = find_binary().ok_or("the toolgate binary was not found")?;
+        let (ours, theirs) = socketpair(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        )
+        .map_err(|e| format!("socketpair: {e}"))?;
+        let child = Command::new(&exe)
+            .arg(super::ARG)
+            .env_clear()
+            .stdin(Stdio::from(theirs))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", exe.display()))?;
+        let waiting: Arc<Mutex<HashMap<u64, Waiting>>> = Arc::default();
+        let dead = Arc::new(AtomicBool::new(false));
+        let (hello_tx, hello_rx) = mpsc::channel();
+        let reader_sock = ours
+            .try_clone()
+            .map_err(|e| format!("duplicating the spawner socket: {e}"))?;
+        {
+            let waiting = waiting.clone();
+            let dead = dead.clone();
+            std::thread::Builder::new()
+                .name("toolgate-spawner-reader".into())
+                .spawn(move || read_replies(reader_sock, waiting, dead, hello_tx))
+                .map_err(|e| format!("starting the spawner reader: {e}"))?;
+        }
+        let conn = Conn {
+            sock: ours,
+            child: Mutex::new(child),
+            waiting,
+            dead,
+        };
+        match hello_rx.recv_timeout(REPLY_TIMEOUT) {
+            Ok(Reply::Hello { protocol, version })
+                if protocol == PROTOCOL && version == env!("CARGO_PKG_VERSION") =>
+            {
+                Ok(conn)
+            }
+            Ok(other) => Err(format!(
+                "{} speaks another protocol ({other:?}); rebuild it",
+                exe.display()
+            )),
+            Err(_) => Err(format!("{} did not start as a spawner", exe.display())),
+        }
+    }
+
+    fn read_replies(
+        sock: OwnedFd,
+        waiting: Arc<Mutex<HashMap<u64, Waiting>>>,
+        dead: Arc<AtomicBool>,
+        hello: mpsc::Sender<Reply>,
+    ) {
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+            let mut control = RecvAncillaryBuffer::new(&mut space);
+            let got = match recvmsg(
+                &sock,
+                &mut [IoSliceMut::new(&mut buf)],
+                &mut control,
+                RecvFlags::CMSG_CLOEXEC,
+            ) {
+                Err(Errno::INTR) => continue,
+                Err(_) => break,
+                Ok(m) if m.bytes == 0 => break,
+                Ok(m) => m,
+            };
+            // The spawner sends no descriptors; close any that came.
+            control.drain().for_each(drop);
+            let Ok(reply) = serde_json::from_slice::<Reply>(&buf[..got.bytes.min(buf.len())])
+            else {
+                tracing::warn!("the spawner sent something unreadable; stopping it");
+                break;
+            };
+            match reply {
+                Reply::Hello { .. } => {
+                    let _ = hello.send(reply);
+                }
+                Reply::Started { id, pid } => {
+                    if let Some(w) = lock(&waiting).get_mut(&id) {
+                        if let Some(tx) = w.started.take() {
+                            let _ = tx.send(Ok(pid));
+                        }
+                    }
+                }
+                Reply::Failed { id, error } => {
+                    if let Some(mut w) = lock(&waiting).remove(&id) {
+                        if let Some(tx) = w.started.take() {
+                            let _ = tx.send(Err(error));
+                        }
+                    }
+                }
+                Reply::Exited { id, code, signal } => {
+                    let w = lock(&waiting).remove(&id);
+                    if let Some(f) = w.and_then(|mut w| w.on_exit.take()) {
+                        f(code, signal);
+                    }
+                }
+            }
+        }
+        // The spawner is gone: nothing it started can be reaped by us any more. Report every
+        // command still waiting as ended with an unknown status (the host then kills its
+        // process group) and every pending start as failed.
+        dead.store(true, Ordering::Release);
+        let orphans: Vec<Waiting> = lock(&waiting).drain().map(|(_, w)| w).collect();
+        for mut w in orphans {
+            if let Some(tx) = w.started.take() {
+                let _ = tx.send(Err("the spawner stopped while starting the command".into()));
+            }
+            if let Some(f) = w.on_exit.take() {
+                f(None, None);
+            }
+        }
+    }
+
+    fn send(sock: &OwnedFd, reply: &Reply) {
+        let Ok(body) = serde_json::to_vec(reply) else {
+            return;
+        };
+        let mut control = SendAncillaryBuffer::default();
+        loop {
+            match sendmsg(
+                sock,
+                &[IoSlice::new(&body)],
+                &mut control,
+                SendFlags::NOSIGNAL,
+            ) {
+                Err(Errno::INTR) => continue,
+                _ => return,
+            }
+        }
+    }
+
+    /// The spawner's main loop (`toolgate __spawner`): start what the host sends until the host
+    /// closes the socket.
+    pub fn serve() -> ExitCode {
+        // SAFETY: the host starts the spawner with the socket as stdin; fd 0 is owned by this
+        // process and nothing else in it uses stdin.
+        #[allow(unsafe_code)]
+        let sock = unsafe { OwnedFd::from_raw_fd(0) };
+        if rustix::net::sockopt::socket_type(&sock) != Ok(SocketType::SEQPACKET) {
+            eprintln!(
+                "toolgate: `{}` is internal: the host starts it itself",
+                super::ARG
+            );
+            return ExitCode::from(2);
+        }
+        let sock = Arc::new(sock);
+        send(
+            &sock,
+            &Reply::Hello {
+                protocol: PROTOCOL,
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+        );
+        let mut buf = vec![0u8; RECV_BUFFER];
+        loop {
+            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+            let mut control = RecvAncillaryBuffer::new(&mut space);
+            let got = match recvmsg(
+                &*sock,
+                &mut [IoSliceMut::new(&mut buf)],
+                &mut control,
+                RecvFlags::CMSG_CLOEXEC,
+            ) {
+                Err(Errno::INTR) => continue,
+                Err(_) => break,
+                Ok(m) if m.bytes == 0 => break,
+                Ok(m) => m,
+            };
+            let mut fds: Vec<OwnedFd> = Vec::new();
+            for msg in control.drain() {
+                if let RecvAncillaryMessage::ScmRights(received) = msg {
+                    fds.extend(received);
+                }
+            }
+            if got
+                .flags
+                .intersects(ReturnFlags::TRUNC | ReturnFlags::CTRUNC)
+            {
+                // The host never sends more than it may; a cut request is not run.
+                continue;
+            }
+            let Ok(req) = serde_json::from_slice::<Request>(&buf[..got.bytes]) else {
+                continue;
+            };
+            let id = req.id;
+            match launch(&req, fds) {
+                Ok(mut child) => {
+                    let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
+                    send(&sock, &Reply::Started { id, pid });
+                    let reaper_sock = sock.clone();
+                    let reaper =
+                        std::thread::Builder::new()
+                            .stack_size(64 << 10)
+                            .spawn(move || {
+                                use std::os::unix::process::ExitStatusExt;
+                                let (code, signal) = match child.wait() {
+                                    Ok(s) => (s.code(), s.signal()),
+                                    Err(_) => (None, None),
+                                };
+                                send(&reaper_sock, &Reply::Exited { id, code, signal });
+                            });
+                    if reaper.is_err() {
+                        // No thread for it: report it as ended so the host kills its group.
+                        send(
+                            &sock,
+                            &Reply::Exited {
+                                id,
+                                code: None,
+                                signal: None,
+                            },
+                        );
+                    }
+                }
+                Err(error) => send(&sock, &Reply::Failed { id, error }),
+            }
+        }
+        ExitCode::SUCCESS
+    }
+
+    /// Fork and exec one command with exactly the confinement the host asked for.
+    fn launch(req: &Request, fds: Vec<OwnedFd>) -> Result<Child, String> {
+        let expected = if req.cgroup { 3 } else { 2 };
+        if fds.len() != expected {
+            return Err(format!(
+                "the spawner got {} descriptors, expected {expected}",
+                fds.len()
+            ));
+        }
+        let mut fds = fds.into_iter();
+        let (Some(stdout), Some(stderr)) = (fds.next(), fds.next()) else {
+            return Err("missing output descriptors".into());
+        };
+        let procs = fds.next();
+        let mut cmd = Command::new(&req.program);
+        std::os::unix::process::CommandExt::arg0(&mut cmd, &req.arg0);
+        cmd.args(&req.args)
+            .current_dir(&req.cwd)
+            .env_clear()
+            .envs(req.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(stdout))
+            .stderr(Stdio::from(stderr));
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let want = Confinement {
+            landlock: req.landlock,
+            netns: req.netns,
+            network_granted: false,
+            mountns: req.mountns,
+            env_scrubbed: true,
+            pids_limit: None,
+        };
+        confine::apply(&mut cmd, &req.workspace, &req.tmp, want, procs)?;
+        cmd.spawn()
+            .map_err(|e| format!("could not start the command: {e}"))
+    }
+}
