@@ -358,24 +358,9 @@ mod linux {
         hello: mpsc::Sender<Reply>,
     ) {
         let mut buf = vec![0u8; 64 << 10];
-        loop {
-            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
-            let mut control = RecvAncillaryBuffer::new(&mut space);
-            let got = match recvmsg(
-                &sock,
-                &mut [IoSliceMut::new(&mut buf)],
-                &mut control,
-                RecvFlags::CMSG_CLOEXEC,
-            ) {
-                Err(Errno::INTR) => continue,
-                Err(_) => break,
-                Ok(m) if m.bytes == 0 => break,
-                Ok(m) => m,
-            };
-            // The spawner sends no descriptors; close any that came.
-            control.drain().for_each(drop);
-            let Ok(reply) = serde_json::from_slice::<Reply>(&buf[..got.bytes.min(buf.len())])
-            else {
+        // The spawner sends no descriptors; any that came are closed at once.
+        while let Some(got) = receive(&sock, &mut buf) {
+            let Ok(reply) = serde_json::from_slice::<Reply>(&buf[..got.bytes]) else {
                 tracing::warn!("the spawner sent something unreadable; stopping it");
                 break;
             };
@@ -420,6 +405,45 @@ mod linux {
         }
     }
 
+    /// One message and the descriptors that came with it.
+    struct Received {
+        bytes: usize,
+        truncated: bool,
+        fds: Vec<OwnedFd>,
+    }
+
+    /// Receive one message into `buf`; `None` when the other side closed (or the socket failed).
+    fn receive(sock: &OwnedFd, buf: &mut [u8]) -> Option<Received> {
+        loop {
+            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+            let mut control = RecvAncillaryBuffer::new(&mut space);
+            let got = match recvmsg(
+                sock,
+                &mut [IoSliceMut::new(buf)],
+                &mut control,
+                RecvFlags::CMSG_CLOEXEC,
+            ) {
+                Err(Errno::INTR) => continue,
+                Err(_) => return None,
+                Ok(m) if m.bytes == 0 => return None,
+                Ok(m) => m,
+            };
+            let mut fds = Vec::new();
+            for msg in control.drain() {
+                if let RecvAncillaryMessage::ScmRights(received) = msg {
+                    fds.extend(received);
+                }
+            }
+            return Some(Received {
+                bytes: got.bytes.min(buf.len()),
+                truncated: got
+                    .flags
+                    .intersects(ReturnFlags::TRUNC | ReturnFlags::CTRUNC),
+                fds,
+            });
+        }
+    }
+
     fn send(sock: &OwnedFd, reply: &Reply) {
         let Ok(body) = serde_json::to_vec(reply) else {
             return;
@@ -461,30 +485,8 @@ mod linux {
             },
         );
         let mut buf = vec![0u8; RECV_BUFFER];
-        loop {
-            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
-            let mut control = RecvAncillaryBuffer::new(&mut space);
-            let got = match recvmsg(
-                &*sock,
-                &mut [IoSliceMut::new(&mut buf)],
-                &mut control,
-                RecvFlags::CMSG_CLOEXEC,
-            ) {
-                Err(Errno::INTR) => continue,
-                Err(_) => break,
-                Ok(m) if m.bytes == 0 => break,
-                Ok(m) => m,
-            };
-            let mut fds: Vec<OwnedFd> = Vec::new();
-            for msg in control.drain() {
-                if let RecvAncillaryMessage::ScmRights(received) = msg {
-                    fds.extend(received);
-                }
-            }
-            if got
-                .flags
-                .intersects(ReturnFlags::TRUNC | ReturnFlags::CTRUNC)
-            {
+        while let Some(got) = receive(&sock, &mut buf) {
+            if got.truncated {
                 // The host never sends more than it may; a cut request is not run.
                 continue;
             }
@@ -492,7 +494,7 @@ mod linux {
                 continue;
             };
             let id = req.id;
-            match launch(&req, fds) {
+            match launch(&req, got.fds) {
                 Ok(mut child) => {
                     let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
                     send(&sock, &Reply::Started { id, pid });
