@@ -9,7 +9,7 @@ use crate::tools::observation::cut_head_tail;
 use serde_json::json;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -466,16 +466,8 @@ fn start_in_process(
     pids: Option<&confine::PidsCgroup>,
     shared: &Arc<(Mutex<Progress>, Condvar)>,
 ) -> Result<(i32, Readers), String> {
-    let mut cmd = Command::new(&request.program);
-    std::os::unix::process::CommandExt::arg0(&mut cmd, &request.arg0);
-    cmd.args(&request.args)
-        .current_dir(&request.cwd)
-        .env_clear()
-        .envs(request.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut cmd = request.command();
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     confine::install(
         &mut cmd,
         &host.workspace,

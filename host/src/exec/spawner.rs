@@ -66,6 +66,25 @@ pub struct Request {
     pub cgroup: bool,
 }
 
+impl Request {
+    /// The command as it will run, without its output streams or confinement: the program
+    /// with `argv[0]`, the arguments, exactly this environment, the working directory, stdin
+    /// from `/dev/null`, and a process group of its own (so a timeout kills all of it).
+    #[cfg(unix)]
+    pub fn command(&self) -> std::process::Command {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = std::process::Command::new(&self.program);
+        cmd.arg0(&self.arg0)
+            .args(&self.args)
+            .current_dir(&self.cwd)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(std::process::Stdio::null())
+            .process_group(0);
+        cmd
+    }
+}
+
 /// What the spawner says.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 enum Reply {
@@ -542,16 +561,8 @@ mod linux {
             return Err("missing output descriptors".into());
         };
         let procs = fds.next();
-        let mut cmd = Command::new(&req.program);
-        std::os::unix::process::CommandExt::arg0(&mut cmd, &req.arg0);
-        cmd.args(&req.args)
-            .current_dir(&req.cwd)
-            .env_clear()
-            .envs(req.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(stdout))
-            .stderr(Stdio::from(stderr));
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut cmd = req.command();
+        cmd.stdout(Stdio::from(stdout)).stderr(Stdio::from(stderr));
         let want = Confinement {
             landlock: req.landlock,
             netns: req.netns,
