@@ -107,6 +107,11 @@ impl FsDeny {
         false
     }
 
+    /// The canonical workspace root as the host sees it.
+    pub(crate) fn host_root(&self) -> &std::path::Path {
+        &self.host_root
+    }
+
     /// The workspace-relative path of a preopen the guest sees at `guest`, or `None` when it is
     /// not below the workspace mount (such a preopen is not filtered).
     fn preopen_rel(&self, guest: &str) -> Option<Arc<str>> {

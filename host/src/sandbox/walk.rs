@@ -1,0 +1,511 @@
+//! The host-assisted walk (`toolgate:fs/walk@0.1.0`): the walking tools (`ls`, `glob`, `grep`)
+//! ask the host for the list of entries below a directory instead of walking it through WASI
+//! one `readdir`/`stat`/failed `open` at a time. The tool still opens and reads every file
+//! itself through `wasi:filesystem`, so the filesystem guard sees every byte that is read.
+//!
+//! The host decides what may be listed: only below the call's own preopens (the start path is
+//! resolved the way the guest's libc resolves it, by the longest matching preopen), never via
+//! `..`, an absolute path or a symlink leading out of that preopen, never a denied name (the
+//! same [`FsDeny`] the filesystem guard applies to `readdir`), and denied directories are not
+//! entered. Symlinks are listed as entries (the guest could list them too) but never followed.
+//!
+//! The semantics are those of the guests' own walk (`guest-tools/sdk/src/walk.rs`, the `ignore`
+//! crate): hidden files included, `.ignore` then `.gitignore` honoured (each directory's and
+//! those of the start's parents that lie inside a preopen; a closer file wins, a `.ignore` match
+//! wins over any `.gitignore` match), no repository needed, no global excludes, default ignores
+//! pruned, the caller's extra globs pruned, names in byte order, depth first.
+//!
+//! Pages are bounded (entries, bytes and time) so a huge tree cannot fill the guest's memory or
+//! keep it in a host call past its deadline; a cut page says so and carries a resume point.
+
+use super::fsguard::FsDeny;
+use super::wasi::Preopen;
+use crate::gate::scope::{Access, GUEST_ROOT};
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use ignore::Match;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+/// The WIT bindings of `toolgate:fs@0.1.0`.
+pub(crate) mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../tools-wit/wit/fs/since_v0.1.0",
+        world: "walk-host",
+    });
+}
+
+use bindings::toolgate::fs::walk as w;
+
+/// The interface a walking tool imports (any version).
+pub const WALK_INTERFACE_PREFIX: &str = "toolgate:fs/walk";
+
+/// Directory names never entered (as the guests' `DEFAULT_IGNORES`).
+pub const DEFAULT_IGNORES: &[&str] = &[".git", "node_modules", "target", "dist", ".toolgate"];
+
+/// Most entries in one page.
+const PAGE_ENTRIES: usize = 50_000;
+/// Most path bytes in one page.
+const PAGE_BYTES: usize = 8 << 20;
+/// Longest time spent in one page: the guest's epoch deadline cannot interrupt a host call, so
+/// the host returns to the guest at least this often.
+const PAGE_TIME: Duration = Duration::from_secs(1);
+/// Larger ignore files are skipped (and counted as an error).
+const MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
+
+/// What one call's walk may see: its preopens and deny-list.
+#[derive(Default)]
+pub(crate) struct WalkScope {
+    pub(crate) preopens: Vec<Preopen>,
+    pub(crate) deny: Option<Arc<FsDeny>>,
+}
+
+impl w::Host for super::CallState {
+    fn list_entries(&mut self, start: String, options: w::Options) -> Result<w::Listing, String> {
+        let cancel = super::current_cancel_flag();
+        self.walk.list(&start, &options, cancel.as_deref())
+    }
+}
+
+/// A start path resolved inside a preopen.
+struct Start {
+    /// Its canonical host path.
+    host: PathBuf,
+    /// Its real workspace-relative path (for the deny-list), `None` when unguarded.
+    real_rel: Option<String>,
+    /// Its lexical workspace-relative path as the guest names it (for the extra globs).
+    lexical_rel: String,
+}
+
+/// One directory being listed.
+struct Dir {
+    host: PathBuf,
+    /// Path relative to the start (`""` for the start).
+    sub: String,
+    /// Real workspace-relative path (for the deny-list).
+    real_rel: Option<String>,
+    depth: u32,
+    children: Vec<(String, Kind)>,
+    next: usize,
+    ignore: Gitignore,
+    gitignore: Gitignore,
+    /// Whether this directory lies on the resume point's path (its children up to the
+    /// resume point were returned already).
+    on_resume: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Dir,
+    Other,
+}
+
+impl WalkScope {
+    fn list(
+        &self,
+        start: &str,
+        options: &w::Options,
+        cancel: Option<&std::sync::atomic::AtomicBool>,
+    ) -> Result<w::Listing, String> {
+        let began = Instant::now();
+        let start = self.resolve(start)?;
+        let extra = build_extra(&options.ignore);
+        let resume: Vec<&str> = options
+            .resume
+            .as_deref()
+            .map(|r| r.split('/').filter(|c| !c.is_empty()).collect())
+            .unwrap_or_default();
+        let mut errors = 0u32;
+        let use_ignore_files = !options.no_ignore_files;
+        // The start's parents inside a preopen, outermost first.
+        let mut parents: Vec<(Gitignore, Gitignore)> = Vec::new();
+        if use_ignore_files {
+            let mut ancestors: Vec<&Path> = start
+                .host
+                .ancestors()
+                .skip(1)
+                .take_while(|a| self.preopens.iter().any(|p| a.starts_with(&p.host)))
+                .collect();
+            ancestors.reverse();
+            for a in ancestors {
+                parents.push(self.ignore_files(a, &mut errors));
+            }
+        }
+        let mut listing = w::Listing {
+            entries: Vec::new(),
+            errors: 0,
+            truncated: false,
+            resume: None,
+        };
+        let mut bytes = 0usize;
+        let mut stack: Vec<Dir> = Vec::new();
+        let (ignore, gitignore) = if use_ignore_files {
+            self.ignore_files(&start.host, &mut errors)
+        } else {
+            (Gitignore::empty(), Gitignore::empty())
+        };
+        match read_children(&start.host) {
+            Ok(children) => stack.push(Dir {
+                host: start.host.clone(),
+                sub: String::new(),
+                real_rel: start.real_rel.clone(),
+                depth: 0,
+                children,
+                next: 0,
+                ignore,
+                gitignore,
+                on_resume: !resume.is_empty(),
+            }),
+            Err(e) => {
+                return Err(format!(
+                    "{} could not be listed: {e}",
+                    display_rel(&start.lexical_rel)
+                ))
+            }
+        }
+        let mut real_buf = String::new();
+        let mut visited = 0usize;
+        while let Some(top) = stack.last_mut() {
+            let Some((name, kind)) = top.children.get(top.next).cloned() else {
+                stack.pop();
+                continue;
+            };
+            top.next += 1;
+            let top = &*top;
+            let depth = top.depth + 1;
+            visited += 1;
+            if visited % 1024 == 0 && cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                return Err("the call was cancelled".to_string());
+            }
+            // Where the entry stands relative to the resume point.
+            let mut emit = true;
+            let mut child_on_resume = false;
+            if top.on_resume {
+                let i = top.depth as usize;
+                match resume.get(i).map(|r| name.as_str().cmp(r)) {
+                    Some(std::cmp::Ordering::Less) => continue,
+                    Some(std::cmp::Ordering::Equal) => {
+                        emit = false;
+                        child_on_resume = i + 1 < resume.len();
+                    }
+                    _ => {}
+                }
+            }
+            let is_dir = kind == Kind::Dir;
+            if let Some(max) = options.max_depth {
+                if depth > max {
+                    continue;
+                }
+            }
+            let host = top.host.join(&name);
+            if is_dir && DEFAULT_IGNORES.contains(&name.as_str()) {
+                continue;
+            }
+            let sub = join_rel(&top.sub, &name);
+            if let Some(set) = &extra {
+                let lexical = join_rel(&start.lexical_rel, &sub);
+                if set.is_match(&name) || set.is_match(&lexical) {
+                    continue;
+                }
+            }
+            let real_rel = match (&self.deny, &top.real_rel) {
+                (Some(deny), Some(parent)) => {
+                    real_buf.clear();
+                    real_buf.push_str(parent);
+                    if !real_buf.is_empty() {
+                        real_buf.push('/');
+                    }
+                    real_buf.push_str(&name);
+                    if deny.denied(&real_buf, parent.len(), Access::Read) {
+                        continue;
+                    }
+                    Some(real_buf.clone())
+                }
+                _ => None,
+            };
+            if use_ignore_files && ignored(&stack, &parents, &host, is_dir) {
+                continue;
+            }
+            if emit {
+                let mtime_ns = if options.with_mtime && !is_dir {
+                    std::fs::symlink_metadata(&host)
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                        .and_then(|d| u64::try_from(d.as_nanos()).ok())
+                } else {
+                    None
+                };
+                bytes += sub.len() + 32;
+                listing.entries.push(w::Entry {
+                    path: sub.clone(),
+                    is_dir,
+                    depth,
+                    mtime_ns,
+                });
+            }
+            let descend = is_dir && options.max_depth.is_none_or(|max| depth < max);
+            if descend {
+                match read_children(&host) {
+                    Ok(children) => {
+                        let (ignore, gitignore) = if use_ignore_files {
+                            self.ignore_files(&host, &mut errors)
+                        } else {
+                            (Gitignore::empty(), Gitignore::empty())
+                        };
+                        stack.push(Dir {
+                            host,
+                            sub: sub.clone(),
+                            real_rel,
+                            depth,
+                            children,
+                            next: 0,
+                            ignore,
+                            gitignore,
+                            on_resume: child_on_resume,
+                        });
+                    }
+                    Err(_) => errors += 1,
+                }
+            }
+            if emit
+                && (listing.entries.len() >= PAGE_ENTRIES
+                    || bytes >= PAGE_BYTES
+                    || began.elapsed() >= PAGE_TIME)
+            {
+                if stack.iter().any(|d| d.next < d.children.len()) {
+                    listing.truncated = true;
+                    listing.resume = Some(sub);
+                }
+                break;
+            }
+        }
+        listing.errors = errors;
+        Ok(listing)
+    }
+
+    /// Resolve the guest's `start` to a directory inside one of the call's preopens.
+    fn resolve(&self, start: &str) -> Result<Start, String> {
+        if !start.starts_with('/') {
+            return Err(format!(
+                "`{start}` is not an absolute sandbox path: pass the directory as the tool sees it, e.g. {GUEST_ROOT}/src"
+            ));
+        }
+        let parts: Vec<&str> = start
+            .split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .collect();
+        if parts.contains(&"..") {
+            return Err(format!(
+                "`{start}` contains `..`: pass the directory itself, inside the workspace"
+            ));
+        }
+        let guest = format!("/{}", parts.join("/"));
+        let preopen = self
+            .preopens
+            .iter()
+            .filter(|p| {
+                let g: Vec<&str> = p.guest.split('/').filter(|c| !c.is_empty()).collect();
+                parts.starts_with(&g)
+            })
+            .max_by_key(|p| p.guest.split('/').filter(|c| !c.is_empty()).count())
+            .ok_or_else(|| {
+                format!("`{start}` is outside every directory this call was granted: walk inside {GUEST_ROOT}")
+            })?;
+        let depth = preopen.guest.split('/').filter(|c| !c.is_empty()).count();
+        let mut host = preopen.host.clone();
+        for part in &parts[depth..] {
+            host.push(part);
+        }
+        let root = preopen
+            .host
+            .canonicalize()
+            .map_err(|e| format!("`{start}` cannot be listed: {e}"))?;
+        let canonical = host
+            .canonicalize()
+            .map_err(|e| format!("`{start}` cannot be listed: {e}"))?;
+        if !canonical.starts_with(&root) {
+            return Err(format!(
+                "`{start}` leads outside the directory this call was granted (a symlink?): walk the real directory inside the workspace"
+            ));
+        }
+        if !canonical.is_dir() {
+            return Err(format!("`{start}` is not a directory"));
+        }
+        let real_rel = match &self.deny {
+            Some(deny) => {
+                let rel = canonical
+                    .strip_prefix(deny.host_root())
+                    .map_err(|_| {
+                        format!("`{start}` is outside the workspace and cannot be listed")
+                    })?
+                    .to_str()
+                    .ok_or_else(|| format!("`{start}` is not valid UTF-8"))?
+                    .to_string();
+                if deny.denied(&rel, 0, Access::Read) {
+                    return Err(format!(
+                        "`{start}` is denied to tools (a secret or the host's state directory)"
+                    ));
+                }
+                Some(rel)
+            }
+            None => None,
+        };
+        let lexical_rel = match guest.strip_prefix(GUEST_ROOT) {
+            Some("") => String::new(),
+            Some(rest) if rest.starts_with('/') => rest[1..].to_string(),
+            _ => guest.clone(),
+        };
+        Ok(Start {
+            host: canonical,
+            real_rel,
+            lexical_rel,
+        })
+    }
+
+    /// The `.ignore` and `.gitignore` matchers of directory `dir`.
+    fn ignore_files(&self, dir: &Path, errors: &mut u32) -> (Gitignore, Gitignore) {
+        (
+            self.ignore_file(dir, ".ignore", errors),
+            self.ignore_file(dir, ".gitignore", errors),
+        )
+    }
+
+    /// One ignore file's matcher, read only when the guest could read it too: a regular file
+    /// (or a symlink to one) inside a preopen, not denied, not too large.
+    fn ignore_file(&self, dir: &Path, name: &str, errors: &mut u32) -> Gitignore {
+        let path = dir.join(name);
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            return Gitignore::empty();
+        };
+        let real = if meta.file_type().is_symlink() {
+            match path.canonicalize() {
+                Ok(real) => real,
+                Err(_) => return Gitignore::empty(),
+            }
+        } else {
+            path.clone()
+        };
+        let inside = self.preopens.iter().any(|p| real.starts_with(&p.host));
+        let allowed = inside
+            && match &self.deny {
+                Some(deny) => real
+                    .strip_prefix(deny.host_root())
+                    .ok()
+                    .and_then(Path::to_str)
+                    .is_some_and(|rel| !deny.denied(rel, 0, Access::Read)),
+                None => true,
+            };
+        let Ok(meta) = std::fs::metadata(&real) else {
+            return Gitignore::empty();
+        };
+        if !allowed || !meta.is_file() {
+            return Gitignore::empty();
+        }
+        if meta.len() > MAX_IGNORE_FILE_BYTES {
+            *errors += 1;
+            return Gitignore::empty();
+        }
+        let text = match std::fs::read(&real) {
+            Ok(bytes) => bytes,
+            Err(_) => {
+                *errors += 1;
+                return Gitignore::empty();
+            }
+        };
+        let mut builder = GitignoreBuilder::new(dir);
+        let text = String::from_utf8_lossy(&text);
+        for (i, line) in text.lines().enumerate() {
+            let line = if i == 0 {
+                line.trim_start_matches('\u{feff}')
+            } else {
+                line
+            };
+            if builder.add_line(Some(path.clone()), line).is_err() {
+                *errors += 1;
+            }
+        }
+        builder.build().unwrap_or_else(|_| {
+            *errors += 1;
+            Gitignore::empty()
+        })
+    }
+}
+
+/// Whether the ignore files of the walked directories and the start's parents skip `path`:
+/// the closest `.ignore` that has an opinion decides, else the closest `.gitignore`.
+fn ignored(stack: &[Dir], parents: &[(Gitignore, Gitignore)], path: &Path, is_dir: bool) -> bool {
+    let levels = || {
+        stack
+            .iter()
+            .rev()
+            .map(|d| (&d.ignore, &d.gitignore))
+            .chain(parents.iter().rev().map(|(i, g)| (i, g)))
+    };
+    for (ignore, _) in levels() {
+        match ignore.matched(path, is_dir) {
+            Match::None => {}
+            Match::Ignore(_) => return true,
+            Match::Whitelist(_) => return false,
+        }
+    }
+    for (_, gitignore) in levels() {
+        match gitignore.matched(path, is_dir) {
+            Match::None => {}
+            Match::Ignore(_) => return true,
+            Match::Whitelist(_) => return false,
+        }
+    }
+    false
+}
+
+/// A directory's entries in name order. Names that are not UTF-8 are left out (a WASI guest
+/// cannot name them either).
+fn read_children(dir: &Path) -> std::io::Result<Vec<(String, Kind)>> {
+    let mut children = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let Ok(entry) = entry else { continue };
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        // `file_type` does not follow symlinks: a symlink to a directory is not a directory.
+        let kind = match entry.file_type() {
+            Ok(t) if t.is_dir() => Kind::Dir,
+            _ => Kind::Other,
+        };
+        children.push((name, kind));
+    }
+    children.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(children)
+}
+
+fn join_rel(base: &str, name: &str) -> String {
+    if base.is_empty() {
+        name.to_string()
+    } else {
+        format!("{base}/{name}")
+    }
+}
+
+fn display_rel(rel: &str) -> &str {
+    if rel.is_empty() {
+        "."
+    } else {
+        rel
+    }
+}
+
+/// The caller's extra globs (a pattern that does not parse is skipped, as the guests do).
+fn build_extra(patterns: &[String]) -> Option<globset::GlobSet> {
+    if patterns.is_empty() {
+        return None;
+    }
+    let mut set = globset::GlobSetBuilder::new();
+    for p in patterns {
+        if let Ok(g) = globset::Glob::new(p.trim_end_matches('/')) {
+            set.add(g);
+        }
+    }
+    set.build().ok()
+}
