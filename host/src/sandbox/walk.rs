@@ -108,6 +108,17 @@ impl WalkScope {
         options: &w::Options,
         cancel: Option<&std::sync::atomic::AtomicBool>,
     ) -> Result<w::Listing, String> {
+        self.list_paged(start, options, cancel, PAGE_ENTRIES)
+    }
+
+    /// [`WalkScope::list`] with pages of at most `page_entries` entries.
+    fn list_paged(
+        &self,
+        start: &str,
+        options: &w::Options,
+        cancel: Option<&std::sync::atomic::AtomicBool>,
+        page_entries: usize,
+    ) -> Result<w::Listing, String> {
         let began = Instant::now();
         let start = self.resolve(start)?;
         let extra = build_extra(&options.ignore);
@@ -270,7 +281,7 @@ impl WalkScope {
                 }
             }
             if emit
-                && (listing.entries.len() >= PAGE_ENTRIES
+                && (listing.entries.len() >= page_entries
                     || bytes >= PAGE_BYTES
                     || began.elapsed() >= PAGE_TIME)
             {
@@ -302,6 +313,20 @@ impl WalkScope {
             ));
         }
         let guest = format!("/{}", parts.join("/"));
+        let lexical_rel = match guest.strip_prefix(GUEST_ROOT) {
+            Some("") => String::new(),
+            Some(rest) if rest.starts_with('/') => rest[1..].to_string(),
+            _ => guest.clone(),
+        };
+        // A denied name is refused before the filesystem is asked anything, so the answer does
+        // not tell whether it exists.
+        if let Some(deny) = &self.deny {
+            if deny.denied(&lexical_rel, 0, Access::Read) {
+                return Err(format!(
+                    "`{start}` is denied to tools (a secret or the host's state directory)"
+                ));
+            }
+        }
         let preopen = self
             .preopens
             .iter()
@@ -351,11 +376,6 @@ impl WalkScope {
                 Some(rel)
             }
             None => None,
-        };
-        let lexical_rel = match guest.strip_prefix(GUEST_ROOT) {
-            Some("") => String::new(),
-            Some(rest) if rest.starts_with('/') => rest[1..].to_string(),
-            _ => guest.clone(),
         };
         Ok(Start {
             host: canonical,
@@ -508,4 +528,207 @@ fn build_extra(patterns: &[String]) -> Option<globset::GlobSet> {
         }
     }
     set.build().ok()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::gate::scope::Workspace;
+
+    fn opts() -> w::Options {
+        w::Options {
+            max_depth: None,
+            ignore: Vec::new(),
+            no_ignore_files: false,
+            with_mtime: false,
+            resume: None,
+        }
+    }
+
+    fn put(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    /// A workspace with secrets, ignore files, default ignores and symlinks; the scope
+    /// preopens the workspace (or `only`, a subdirectory) at the guest root.
+    fn fixture(only: Option<&str>) -> (tempfile::TempDir, tempfile::TempDir, PathBuf, WalkScope) {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        put(&root, ".env", "S=1");
+        put(&root, ".gitignore", "*.log\ngen/\n");
+        put(&root, "src/.ignore", "!keep.log\n");
+        put(&root, "src/keep.log", "");
+        put(&root, "src/drop.log", "");
+        put(&root, "src/main.rs", "");
+        put(&root, "src/b/.gitignore", "x.rs\n");
+        put(&root, "src/b/x.rs", "");
+        put(&root, "src/b/y.rs", "");
+        put(&root, "src/.ssh/id_ed25519", "");
+        put(&root, "gen/out.rs", "");
+        put(&root, "node_modules/m/index.js", "");
+        put(&root, "target/debug/x", "");
+        put(&root, ".git/config", "");
+        put(&root, ".toolgate/outputs/call-1.txt", "");
+        put(&root, ".toolgate/grants.toml", "");
+        put(&root, "certs/server.pem", "");
+        put(&root, "docs/a.md", "");
+        put(&root, ".github/ci.yml", "");
+        put(outside.path(), "secret.txt", "outside");
+        std::os::unix::fs::symlink(outside.path(), root.join("out")).unwrap();
+        std::os::unix::fs::symlink("src", root.join("alias")).unwrap();
+        let (host, guest) = match only {
+            Some(sub) => (root.join(sub), format!("{GUEST_ROOT}/{sub}")),
+            None => (root.clone(), GUEST_ROOT.to_string()),
+        };
+        let scope = WalkScope {
+            preopens: vec![Preopen {
+                host,
+                guest,
+                writable: false,
+            }],
+            deny: Some(Arc::new(FsDeny::new(Workspace::new(&root, &[]).unwrap()))),
+        };
+        (dir, outside, root, scope)
+    }
+
+    fn names(listing: &w::Listing) -> Vec<String> {
+        listing
+            .entries
+            .iter()
+            .map(|e| {
+                if e.is_dir {
+                    format!("{}/", e.path)
+                } else {
+                    e.path.clone()
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn lists_like_the_guest_walk() {
+        let (_d, _o, _root, scope) = fixture(None);
+        let l = scope.list("/workspace", &opts(), None).unwrap();
+        assert_eq!(
+            names(&l),
+            [
+                ".github/",
+                ".github/ci.yml",
+                ".gitignore",
+                "alias",
+                "certs/",
+                "docs/",
+                "docs/a.md",
+                "out",
+                "src/",
+                "src/.ignore",
+                "src/b/",
+                "src/b/.gitignore",
+                "src/b/y.rs",
+                "src/keep.log",
+                "src/main.rs",
+            ]
+        );
+        assert!(!l.truncated && l.errors == 0);
+        // Parent ignore files count for a start below the root; depth is below the start.
+        let l = scope.list("/workspace/src/b", &opts(), None).unwrap();
+        assert_eq!(names(&l), [".gitignore", "y.rs"]);
+        assert_eq!(l.entries[0].depth, 1);
+        let mut o = opts();
+        o.max_depth = Some(1);
+        o.ignore = vec!["docs".into(), "*.yml".into()];
+        let l = scope.list("/workspace", &o, None).unwrap();
+        assert_eq!(
+            names(&l),
+            [".github/", ".gitignore", "alias", "certs/", "out", "src/"]
+        );
+        let mut o = opts();
+        o.no_ignore_files = true;
+        let l = scope.list("/workspace/src", &o, None).unwrap();
+        assert!(names(&l).contains(&"drop.log".to_string()));
+        assert!(names(&l).contains(&"b/x.rs".to_string()));
+    }
+
+    #[test]
+    fn refuses_starts_outside_the_grant() {
+        let (_d, outside, _root, scope) = fixture(None);
+        for start in [
+            "/",
+            "/etc",
+            "/workspacex",
+            "workspace",
+            "src",
+            "/workspace/..",
+            "/workspace/src/../..",
+            "/workspace/src/../docs",
+            "/workspace/out",
+            "/workspace/.toolgate",
+            "/workspace/.toolgate/outputs",
+            "/workspace/src/.ssh",
+            "/workspace/.env",
+            "/workspace/missing",
+        ] {
+            let e = scope.list(start, &opts(), None).unwrap_err();
+            assert!(e.contains(start), "{start}: {e}");
+        }
+        let outside = outside.path().to_string_lossy().into_owned();
+        assert!(scope.list(&outside, &opts(), None).is_err());
+        // A symlink to a directory inside the workspace is walked as its target.
+        let l = scope.list("/workspace/alias/b", &opts(), None).unwrap();
+        assert_eq!(names(&l), [".gitignore", "y.rs"]);
+    }
+
+    #[test]
+    fn lists_only_inside_the_call_grant() {
+        let (_d, _o, _root, scope) = fixture(Some("src"));
+        assert!(scope.list("/workspace", &opts(), None).is_err());
+        assert!(scope.list("/workspace/docs", &opts(), None).is_err());
+        // The root's .gitignore lies outside the preopen: the guest could not read it either.
+        let l = scope.list("/workspace/src", &opts(), None).unwrap();
+        assert_eq!(
+            names(&l),
+            [
+                ".ignore",
+                "b/",
+                "b/.gitignore",
+                "b/y.rs",
+                "drop.log",
+                "keep.log",
+                "main.rs"
+            ]
+        );
+    }
+
+    #[test]
+    fn pages_resume_where_they_stopped() {
+        let (_d, _o, _root, scope) = fixture(None);
+        let whole = names(&scope.list("/workspace", &opts(), None).unwrap());
+        let mut got = Vec::new();
+        let mut o = opts();
+        loop {
+            let l = scope.list_paged("/workspace", &o, None, 2).unwrap();
+            assert!(l.entries.len() <= 2);
+            got.extend(names(&l));
+            if !l.truncated {
+                break;
+            }
+            o.resume = l.resume.clone();
+        }
+        assert_eq!(got, whole);
+    }
+
+    #[test]
+    fn reports_mtimes_when_asked() {
+        let (_d, _o, _root, scope) = fixture(None);
+        let mut o = opts();
+        o.with_mtime = true;
+        let l = scope.list("/workspace/docs", &o, None).unwrap();
+        assert!(l.entries[0].mtime_ns.is_some_and(|t| t > 0));
+        let l = scope.list("/workspace", &o, None).unwrap();
+        assert!(l.entries.iter().all(|e| e.is_dir == e.mtime_ns.is_none()));
+    }
 }
