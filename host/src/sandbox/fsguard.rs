@@ -343,6 +343,65 @@ impl GuardedFsView<'_> {
     }
 }
 
+/// What a look at an open's target before the open found.
+#[derive(Clone, Copy)]
+enum Precheck {
+    /// A regular file or directory reached without any symlink: its device and inode.
+    Plain((u64, u64)),
+    /// Something that must not be opened (a FIFO, socket or device).
+    Refuse,
+    /// Not known (a symlink on the way, a missing file, no `openat2`): check the slow way.
+    Unknown,
+}
+
+/// Whether the opened descriptor is the file `id` (device, inode) names.
+#[cfg(target_os = "linux")]
+fn same_file(descriptor: &Descriptor, id: (u64, u64)) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let meta = match descriptor {
+        Descriptor::File(f) => f.file.metadata(),
+        Descriptor::Dir(d) => d.dir.metadata(),
+    };
+    meta.is_ok_and(|m| (m.dev(), m.ino()) == id)
+}
+
+impl GuardedFsView<'_> {
+    /// Look at `path` below directory `fd` without opening it for real: one `openat2` with
+    /// `O_PATH` that may not leave the directory or pass any symlink, and one `fstat`. A plain
+    /// regular file or directory then needs neither wasmtime-wasi's `stat-at` (four syscalls)
+    /// nor, once opened, the real-path lookup through `/proc` (a same-inode `fstat` does).
+    #[cfg(target_os = "linux")]
+    fn precheck(&self, fd: &Resource<Descriptor>, path: &str) -> Precheck {
+        use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+        let Ok(Descriptor::Dir(dir)) = self.inner.table.get(fd) else {
+            return Precheck::Unknown;
+        };
+        let Ok(target) = rustix::fs::openat2(
+            &*dir.dir,
+            path,
+            OFlags::PATH | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+        ) else {
+            return Precheck::Unknown;
+        };
+        match rustix::fs::fstat(&target) {
+            Ok(stat) => match FileType::from_raw_mode(stat.st_mode) {
+                FileType::RegularFile | FileType::Directory => {
+                    Precheck::Plain((stat.st_dev, stat.st_ino))
+                }
+                _ => Precheck::Refuse,
+            },
+            Err(_) => Precheck::Unknown,
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn precheck(&self, _fd: &Resource<Descriptor>, _path: &str) -> Precheck {
+        Precheck::Unknown
+    }
+}
+
 /// Whether an open can create, change or remove anything.
 fn open_writes(oflags: types::OpenFlags, flags: types::DescriptorFlags) -> bool {
     oflags.intersects(
@@ -522,17 +581,30 @@ impl HostDescriptor for GuardedFsView<'_> {
         // Opening a FIFO blocks until a writer comes (and reading a device may never end),
         // inside a host call the epoch deadline cannot interrupt: only regular files,
         // directories and symlinks to them are opened.
-        let probe = Resource::new_borrow(fd.rep());
-        match HostDescriptor::stat_at(&mut self.inner, probe, path_flags, path.clone()).await {
-            Ok(stat)
-                if !matches!(
-                    stat.type_,
-                    types::DescriptorType::RegularFile | types::DescriptorType::Directory
-                ) =>
-            {
-                return Err(ErrorCode::Access.into());
+        let pre = if guarded {
+            self.precheck(&fd, &path)
+        } else {
+            Precheck::Unknown
+        };
+        match pre {
+            Precheck::Refuse => return Err(ErrorCode::Access.into()),
+            Precheck::Plain(_) => {}
+            Precheck::Unknown => {
+                let probe = Resource::new_borrow(fd.rep());
+                match HostDescriptor::stat_at(&mut self.inner, probe, path_flags, path.clone())
+                    .await
+                {
+                    Ok(stat)
+                        if !matches!(
+                            stat.type_,
+                            types::DescriptorType::RegularFile | types::DescriptorType::Directory
+                        ) =>
+                    {
+                        return Err(ErrorCode::Access.into());
+                    }
+                    _ => {}
+                }
             }
-            _ => {}
         }
         let opened =
             HostDescriptor::open_at(&mut self.inner, fd, path_flags, path, oflags, flags).await?;
@@ -545,9 +617,12 @@ impl HostDescriptor for GuardedFsView<'_> {
         let descriptor = self.inner.table.get(&opened)?;
         let is_dir = matches!(descriptor, Descriptor::Dir(_));
         #[cfg(target_os = "linux")]
-        let real = match self.guard.deny.as_ref() {
-            Some(deny) => deny.real_rel(descriptor, &self.guard.buf),
-            None => None,
+        let real = match (self.guard.deny.as_ref(), pre) {
+            // The path had no symlink a moment ago and what was opened is that same file: its
+            // real path is the lexical one, already checked.
+            (Some(_), Precheck::Plain(id)) if same_file(descriptor, id) => None,
+            (Some(deny), _) => deny.real_rel(descriptor, &self.guard.buf),
+            (None, _) => None,
         };
         #[cfg(not(target_os = "linux"))]
         let real: Option<Option<String>> = None;
