@@ -140,7 +140,10 @@ impl WalkScope {
                 .collect();
             ancestors.reverse();
             for a in ancestors {
-                parents.push(self.ignore_files(a, &mut errors));
+                parents.push((
+                    self.ignore_file(a, ".ignore", &mut errors),
+                    self.ignore_file(a, ".gitignore", &mut errors),
+                ));
             }
         }
         let mut listing = w::Listing {
@@ -151,21 +154,16 @@ impl WalkScope {
         };
         let mut bytes = 0usize;
         let mut stack: Vec<Dir> = Vec::new();
-        let (ignore, gitignore) = if use_ignore_files {
-            self.ignore_files(&start.host, &mut errors)
-        } else {
-            (Gitignore::empty(), Gitignore::empty())
-        };
         match read_children(&start.host) {
             Ok(children) => stack.push(Dir {
+                ignore: Gitignore::empty(),
+                gitignore: Gitignore::empty(),
                 host: start.host.clone(),
                 sub: String::new(),
                 real_rel: start.real_rel.clone(),
                 depth: 0,
                 children,
                 next: 0,
-                ignore,
-                gitignore,
                 on_resume: !resume.is_empty(),
             }),
             Err(e) => {
@@ -173,6 +171,12 @@ impl WalkScope {
                     "{} could not be listed: {e}",
                     display_rel(&start.lexical_rel)
                 ))
+            }
+        }
+        if use_ignore_files {
+            if let Some(top) = stack.last_mut() {
+                (top.ignore, top.gitignore) =
+                    self.ignore_files(&start.host, &top.children, &mut errors);
             }
         }
         let mut real_buf = String::new();
@@ -261,7 +265,7 @@ impl WalkScope {
                 match read_children(&host) {
                     Ok(children) => {
                         let (ignore, gitignore) = if use_ignore_files {
-                            self.ignore_files(&host, &mut errors)
+                            self.ignore_files(&host, &children, &mut errors)
                         } else {
                             (Gitignore::empty(), Gitignore::empty())
                         };
@@ -384,12 +388,25 @@ impl WalkScope {
         })
     }
 
-    /// The `.ignore` and `.gitignore` matchers of directory `dir`.
-    fn ignore_files(&self, dir: &Path, errors: &mut u32) -> (Gitignore, Gitignore) {
-        (
-            self.ignore_file(dir, ".ignore", errors),
-            self.ignore_file(dir, ".gitignore", errors),
-        )
+    /// The `.ignore` and `.gitignore` matchers of directory `dir`, whose entries are
+    /// `children` (only names present there are looked at).
+    fn ignore_files(
+        &self,
+        dir: &Path,
+        children: &[(String, Kind)],
+        errors: &mut u32,
+    ) -> (Gitignore, Gitignore) {
+        let mut read = |name: &str| {
+            if children
+                .binary_search_by(|(n, _)| n.as_str().cmp(name))
+                .is_ok()
+            {
+                self.ignore_file(dir, name, errors)
+            } else {
+                Gitignore::empty()
+            }
+        };
+        (read(".ignore"), read(".gitignore"))
     }
 
     /// One ignore file's matcher, read only when the guest could read it too: a regular file
