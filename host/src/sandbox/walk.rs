@@ -190,7 +190,7 @@ impl WalkScope {
             let top = &*top;
             let depth = top.depth + 1;
             visited += 1;
-            if visited % 1024 == 0 && cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            if visited.is_multiple_of(1024) && cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
                 return Err("the call was cancelled".to_string());
             }
             // Where the entry stands relative to the resume point.
