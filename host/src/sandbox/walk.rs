@@ -413,16 +413,20 @@ impl WalkScope {
     /// (or a symlink to one) inside a preopen, not denied, not too large.
     fn ignore_file(&self, dir: &Path, name: &str, errors: &mut u32) -> Gitignore {
         let path = dir.join(name);
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+        // Opened without blocking (a FIFO put there would otherwise hang the host call), then
+        // judged by what was actually opened: a regular file whose real path is inside a
+        // preopen and not denied, so a symlink or a swap cannot make the host read elsewhere.
+        let Some(file) = open_nonblocking(&path) else {
             return Gitignore::empty();
         };
-        let real = if meta.file_type().is_symlink() {
-            match path.canonicalize() {
-                Ok(real) => real,
-                Err(_) => return Gitignore::empty(),
-            }
-        } else {
-            path.clone()
+        let Ok(meta) = file.metadata() else {
+            return Gitignore::empty();
+        };
+        if !meta.is_file() {
+            return Gitignore::empty();
+        }
+        let Some(real) = real_path(&file, &path) else {
+            return Gitignore::empty();
         };
         let inside = self.preopens.iter().any(|p| real.starts_with(&p.host));
         let allowed = inside
@@ -434,23 +438,26 @@ impl WalkScope {
                     .is_some_and(|rel| !deny.denied(rel, 0, Access::Read)),
                 None => true,
             };
-        let Ok(meta) = std::fs::metadata(&real) else {
-            return Gitignore::empty();
-        };
-        if !allowed || !meta.is_file() {
+        if !allowed {
             return Gitignore::empty();
         }
         if meta.len() > MAX_IGNORE_FILE_BYTES {
             *errors += 1;
             return Gitignore::empty();
         }
-        let text = match std::fs::read(&real) {
-            Ok(bytes) => bytes,
-            Err(_) => {
+        let mut text = Vec::new();
+        {
+            use std::io::Read as _;
+            if (&file)
+                .take(MAX_IGNORE_FILE_BYTES + 1)
+                .read_to_end(&mut text)
+                .is_err()
+                || text.len() as u64 > MAX_IGNORE_FILE_BYTES
+            {
                 *errors += 1;
                 return Gitignore::empty();
             }
-        };
+        }
         let mut builder = GitignoreBuilder::new(dir);
         let text = String::from_utf8_lossy(&text);
         for (i, line) in text.lines().enumerate() {
@@ -515,6 +522,30 @@ fn read_children(dir: &Path) -> std::io::Result<Vec<(String, Kind)>> {
     }
     children.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     Ok(children)
+}
+
+/// Open `path` for reading without blocking on a FIFO.
+fn open_nonblocking(path: &Path) -> Option<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    options.open(path).ok()
+}
+
+/// The real path of an open file (Linux: what the kernel says the descriptor is).
+#[cfg(target_os = "linux")]
+fn real_path(file: &std::fs::File, _path: &Path) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd as _;
+    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn real_path(_file: &std::fs::File, path: &Path) -> Option<PathBuf> {
+    path.canonicalize().ok()
 }
 
 fn join_rel(base: &str, name: &str) -> String {
@@ -736,6 +767,30 @@ mod tests {
             o.resume = l.resume.clone();
         }
         assert_eq!(got, whole);
+    }
+
+    #[test]
+    fn ignore_files_are_read_only_where_the_guest_could_read_them() {
+        let (_d, outside, root, scope) = fixture(None);
+        // Rules from outside the workspace or from a secret are never applied.
+        put(outside.path(), "rules", "*.md\n");
+        put(&root, "notes/.env", "*.md\n");
+        put(&root, "notes/a.md", "");
+        std::os::unix::fs::symlink(outside.path().join("rules"), root.join("docs/.gitignore"))
+            .unwrap();
+        std::os::unix::fs::symlink(".env", root.join("notes/.gitignore")).unwrap();
+        let l = scope.list("/workspace/docs", &opts(), None).unwrap();
+        assert_eq!(names(&l), [".gitignore", "a.md"]);
+        let l = scope.list("/workspace/notes", &opts(), None).unwrap();
+        assert_eq!(names(&l), [".gitignore", "a.md"]);
+        // A FIFO named .ignore does not hang the walk.
+        let status = std::process::Command::new("mkfifo")
+            .arg(root.join("src/b/.ignore"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let l = scope.list("/workspace/src/b", &opts(), None).unwrap();
+        assert_eq!(names(&l), [".gitignore", ".ignore", "y.rs"]);
     }
 
     #[test]
