@@ -396,6 +396,52 @@ impl GuardedFsView<'_> {
         }
     }
 
+    /// Open `path` below directory `fd` for reading when it is a regular file reached without
+    /// any symlink: one `openat2` (beneath the directory, no symlinks, non-blocking so a FIFO
+    /// cannot hang the call) and one `fstat` of what was opened. No symlink on the way means its
+    /// real path is the lexical one the caller already checked; the type is the opened file's
+    /// own, so nothing can be swapped in between. Opened the way wasmtime-wasi opens a file for
+    /// reading (read mode, the directory's permissions). `Ok(None)`: not such a file (a symlink,
+    /// a directory, missing, ...), take the general path; `Err`: a FIFO, socket or device.
+    #[cfg(target_os = "linux")]
+    fn open_plain_file(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        path: &str,
+    ) -> FsResult<Option<Resource<Descriptor>>> {
+        use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+        let (opened, perms) = {
+            let Ok(Descriptor::Dir(dir)) = self.inner.table.get(fd) else {
+                return Ok(None);
+            };
+            let Ok(opened) = rustix::fs::openat2(
+                &*dir.dir,
+                path,
+                OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
+                Mode::empty(),
+                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+            ) else {
+                return Ok(None);
+            };
+            (opened, dir.perms)
+        };
+        let Ok(stat) = rustix::fs::fstat(&opened) else {
+            return Ok(None);
+        };
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => {}
+            FileType::Directory => return Ok(None),
+            _ => return Err(ErrorCode::Access.into()),
+        }
+        let file = wasmtime_wasi::filesystem::File::new(
+            std::fs::File::from(opened),
+            perms,
+            wasmtime_wasi::OpenMode::READ,
+            super::wasi::BLOCKING_CURRENT_THREAD,
+        );
+        Ok(Some(self.inner.table.push(Descriptor::File(file))?))
+    }
+
     #[cfg(not(target_os = "linux"))]
     fn precheck(&self, _fd: &Resource<Descriptor>, _path: &str) -> Precheck {
         Precheck::Unknown
@@ -578,6 +624,13 @@ impl HostDescriptor for GuardedFsView<'_> {
             Access::Read
         };
         let guarded = self.check(&fd, &path, access, Slot::First)?;
+        // The common case, reading a plain file: open it here in one step.
+        #[cfg(target_os = "linux")]
+        if guarded && oflags == types::OpenFlags::empty() && flags == types::DescriptorFlags::READ {
+            if let Some(opened) = self.open_plain_file(&fd, &path)? {
+                return Ok(opened);
+            }
+        }
         // Opening a FIFO blocks until a writer comes (and reading a device may never end),
         // inside a host call the epoch deadline cannot interrupt: only regular files,
         // directories and symlinks to them are opened.
