@@ -21,6 +21,13 @@
 //! symlink before the re-check refuses it, hard links made outside the sandbox, and renaming a
 //! directory that a path-based (not `**/`) extra secret pattern names an entry of.
 //!
+//! Fast paths (Linux): a read-only open of a plain file reached without any symlink is done
+//! by the guard itself (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` and `O_NONBLOCK`,
+//! then `fstat` of the opened descriptor), so its real path is the lexical one and its type is
+//! its own; other opens without symlinks are checked with an `O_PATH` `openat2` + `fstat`
+//! before and a same-inode `fstat` after instead of `stat-at` and the `/proc` lookup. A path
+//! with a symlink on the way always takes the full checks above.
+//!
 //! Descriptors of a store without a policy ([`FsGuard`] with no [`FsDeny`]) pass straight
 //! through to wasmtime-wasi.
 
