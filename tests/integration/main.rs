@@ -18,3 +18,4 @@ mod state;
 mod tools_edit;
 mod tools_read;
 mod tools_search;
+mod walk;

@@ -208,6 +208,16 @@ async fn a_component_importing_what_it_was_not_granted_does_not_install() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("toolgate:host/exec"), "{e}");
+    // The host-assisted walk: built-ins only, even with a filesystem grant.
+    let e = install(
+        &ws,
+        "toolgate_tool_grep.wasm",
+        &manifest_exactly("fs_read = [\".\"]").replace("test-plugin", "grep"),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("toolgate:fs/walk"), "{e}");
     // wasi:http without an http grant, the filesystem without an fs grant.
     let e = install(&ws, HOSTILE, &manifest_exactly("fs_read = [\".\"]"))
         .await
@@ -231,6 +241,7 @@ async fn a_component_importing_what_it_was_not_granted_does_not_install() {
     // Nothing was installed by any of these.
     assert!(!ws.path(".toolgate/plugins/test-plugin").exists());
     assert!(!ws.path(".toolgate/plugins/job_kill").exists());
+    assert!(!ws.path(".toolgate/plugins/grep").exists());
 }
 
 #[tokio::test]

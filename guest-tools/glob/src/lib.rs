@@ -127,7 +127,11 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
     let mut found: Vec<(SystemTime, String)> = Vec::new();
     let mut errors = 0;
     if prefix.is_empty() || start.is_dir() {
-        errors = walk::walk(cx, &start, &Options::default(), |entry| {
+        let options = Options {
+            with_mtime: true,
+            ..Options::default()
+        };
+        errors = walk::walk(cx, &start, &options, |entry| {
             if entry.is_dir {
                 return true;
             }
@@ -136,9 +140,12 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
                 Err(_) => return true,
             };
             if matcher.is_match(&under) {
-                let mtime = std::fs::symlink_metadata(&entry.path)
-                    .and_then(|m| m.modified())
-                    .unwrap_or(SystemTime::UNIX_EPOCH);
+                // The host's walk brings the time along; otherwise stat the file here.
+                let mtime = entry.mtime.unwrap_or_else(|| {
+                    std::fs::symlink_metadata(&entry.path)
+                        .and_then(|m| m.modified())
+                        .unwrap_or(SystemTime::UNIX_EPOCH)
+                });
                 found.push((mtime, entry.rel));
             }
             true

@@ -97,6 +97,7 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
         max_depth: Some(depth),
         ignore,
         no_ignore_files: false,
+        with_mtime: false,
     };
     let mut seen: u64 = 0;
     let mut returned: u64 = 0;

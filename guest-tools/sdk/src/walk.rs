@@ -1,9 +1,25 @@
 //! Walking the workspace the way a developer expects: `.gitignore` and `.ignore` honoured,
 //! default ignores (`.git`, `node_modules`, `target`, `dist`, `.toolgate`) skipped, the host's
 //! deny-list skipped, entries sorted by name.
+//!
+//! With the `host-walk` feature, inside a component, the listing comes from the host
+//! (`toolgate:fs/walk`), which walks natively with the same rules and only inside the call's
+//! preopens; the tool still opens every file itself. Otherwise (and in native tests) the walk
+//! runs here, through `std::fs`, with the `ignore` crate.
 
 use crate::Context;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// The generated bindings of `toolgate:fs/walk@0.1.0`.
+#[cfg(all(feature = "host-walk", target_arch = "wasm32"))]
+#[doc(hidden)]
+pub mod __wit {
+    wit_bindgen::generate!({
+        path: "../../tools-wit/wit/fs/since_v0.1.0",
+        world: "walk-host",
+    });
+}
 
 /// Directory names skipped by every walking tool unless the caller asks otherwise.
 pub const DEFAULT_IGNORES: &[&str] = &[".git", "node_modules", "target", "dist", ".toolgate"];
@@ -19,6 +35,10 @@ pub struct Entry {
     pub is_dir: bool,
     /// Depth below the walk's start (the start is 0).
     pub depth: usize,
+    /// Modification time (not following symlinks) of a non-directory, when
+    /// [`Options::with_mtime`] was set and the host supplied it; `None` otherwise (stat the
+    /// file yourself then).
+    pub mtime: Option<SystemTime>,
 }
 
 /// Options for [`walk`].
@@ -30,12 +50,100 @@ pub struct Options {
     pub ignore: Vec<String>,
     /// Skip `.gitignore`/`.ignore` handling.
     pub no_ignore_files: bool,
+    /// Ask for each file's modification time along with the listing (host walk only).
+    pub with_mtime: bool,
 }
 
 /// Walk `start` (a sandbox path), calling `visit` for every entry except `start` itself, in
 /// name order. `visit` returns false to stop the walk. Unreadable entries are skipped and
 /// counted in the returned number.
 pub fn walk(
+    cx: &Context,
+    start: &Path,
+    options: &Options,
+    visit: impl FnMut(Entry) -> bool,
+) -> usize {
+    #[cfg(all(feature = "host-walk", target_arch = "wasm32"))]
+    {
+        host_walk(cx, start, options, visit)
+    }
+    #[cfg(not(all(feature = "host-walk", target_arch = "wasm32")))]
+    {
+        local_walk(cx, start, options, visit)
+    }
+}
+
+/// The walk done by the host, page by page. A start the host refuses (outside the preopens,
+/// denied, not a directory) lists nothing and counts as one unreadable entry, as an unreadable
+/// start does in the local walk.
+#[cfg(all(feature = "host-walk", target_arch = "wasm32"))]
+fn host_walk(
+    cx: &Context,
+    start: &Path,
+    options: &Options,
+    mut visit: impl FnMut(Entry) -> bool,
+) -> usize {
+    use __wit::toolgate::fs::walk as w;
+    let root = cx.root();
+    let start_text = start.to_string_lossy();
+    let mut errors = 0usize;
+    let mut resume: Option<String> = None;
+    let mut pruned: Vec<PathBuf> = Vec::new();
+    loop {
+        let opts = w::Options {
+            max_depth: options
+                .max_depth
+                .map(|d| u32::try_from(d).unwrap_or(u32::MAX)),
+            ignore: options.ignore.clone(),
+            no_ignore_files: options.no_ignore_files,
+            with_mtime: options.with_mtime,
+            resume: resume.take(),
+        };
+        let listing = match w::list_entries(&start_text, &opts) {
+            Ok(listing) => listing,
+            Err(_) => return errors + 1,
+        };
+        errors += listing.errors as usize;
+        for e in listing.entries {
+            let path = start.join(&e.path);
+            if pruned.iter().any(|p| path.starts_with(p)) {
+                continue;
+            }
+            let rel = match path.strip_prefix(root) {
+                Ok(r) => r.to_string_lossy().into_owned(),
+                Err(_) => path.to_string_lossy().into_owned(),
+            };
+            // The host applied the deny-list to the real paths; the lexical one is checked
+            // here too (a start reached through a symlink).
+            if cx.is_denied(&rel) {
+                if e.is_dir {
+                    pruned.push(path);
+                }
+                continue;
+            }
+            let mtime = e
+                .mtime_ns
+                .map(|ns| SystemTime::UNIX_EPOCH + std::time::Duration::from_nanos(ns));
+            if !visit(Entry {
+                path,
+                rel,
+                is_dir: e.is_dir,
+                depth: e.depth as usize,
+                mtime,
+            }) {
+                return errors;
+            }
+        }
+        match (listing.truncated, listing.resume) {
+            (true, Some(r)) => resume = Some(r),
+            _ => return errors,
+        }
+    }
+}
+
+/// The walk done in this process through `std::fs`.
+#[cfg_attr(all(feature = "host-walk", target_arch = "wasm32"), allow(dead_code))]
+fn local_walk(
     cx: &Context,
     start: &Path,
     options: &Options,
@@ -127,6 +235,7 @@ pub fn walk(
             rel,
             is_dir,
             depth,
+            mtime: None,
         }) {
             break;
         }

@@ -39,7 +39,7 @@ impl Tool for Hostile {
                         "items": {
                             "type": "object",
                             "properties": {
-                                "op": {"type": "string", "enum": ["read", "list", "stat", "write", "mkdir", "remove", "symlink", "rename"]},
+                                "op": {"type": "string", "enum": ["read", "list", "stat", "write", "mkdir", "remove", "symlink", "rename", "walk"]},
                                 "path": {"type": "string"},
                                 "target": {"type": "string"},
                                 "to": {"type": "string"}
@@ -225,6 +225,11 @@ fn probe(input: &Value) -> Output {
             "remove" => std::fs::remove_file(path).map(|()| "removed".to_string()),
             "symlink" => symlink(&arg("target"), path).map(|()| "linked".to_string()),
             "rename" => std::fs::rename(path, arg("to")).map(|()| "renamed".to_string()),
+            "walk" => host_walk(path).map(|names| {
+                let detail = names.join(",");
+                entries = Some(names);
+                detail
+            }),
             other => Err(std::io::Error::other(format!("unknown op `{other}`"))),
         };
         let (ok, detail) = match result {
@@ -243,6 +248,40 @@ fn probe(input: &Value) -> Output {
     }
     Output::new(format!("{} operations", ops.len()), lines.join("\n"))
         .data(json!({"results": records}))
+}
+
+/// Ask the host's walk capability (`toolgate:fs/walk`) directly for everything below `path`,
+/// with no checks on the guest side: entry paths relative to `path`, directories with a
+/// trailing `/`.
+#[cfg(target_os = "wasi")]
+fn host_walk(path: &str) -> std::io::Result<Vec<String>> {
+    use toolgate_guest::walk::__wit::toolgate::fs::walk as w;
+    let options = w::Options {
+        max_depth: None,
+        ignore: Vec::new(),
+        no_ignore_files: false,
+        with_mtime: false,
+        resume: None,
+    };
+    let listing = w::list_entries(path, &options).map_err(std::io::Error::other)?;
+    Ok(listing
+        .entries
+        .into_iter()
+        .map(|e| {
+            if e.is_dir {
+                format!("{}/", e.path)
+            } else {
+                e.path
+            }
+        })
+        .collect())
+}
+
+#[cfg(not(target_os = "wasi"))]
+fn host_walk(_path: &str) -> std::io::Result<Vec<String>> {
+    Err(std::io::Error::other(
+        "the host walk exists only inside a component",
+    ))
 }
 
 /// `symlink(2)` from wasi-libc (std's WASI symlink is unstable).

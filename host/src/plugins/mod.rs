@@ -139,7 +139,8 @@ impl PluginGrant {
 /// Check a component's imports against a grant. Interfaces every tool may import (I/O
 /// streams, clocks, random, the CLI basics with an empty environment unless granted, the
 /// toolgate types) pass; the filesystem only with an `fs_read`/`fs_write` grant; `wasi:http`
-/// only with an `http` grant; sockets, the host exec capability and anything unknown never.
+/// only with an `http` grant; sockets, the host exec capability, the host-assisted walk
+/// (`toolgate:fs/walk`, built-ins only) and anything unknown never.
 pub fn check_imports(imports: &[String], grant: &PluginGrant) -> std::result::Result<(), String> {
     const ALWAYS: &[&str] = &[
         "wasi:io/",
@@ -174,6 +175,12 @@ pub fn check_imports(imports: &[String], grant: &PluginGrant) -> std::result::Re
         if import.starts_with("wasi:sockets/") {
             problems.push(format!(
                 "it imports `{import}`: raw sockets are never granted to plugins; make HTTP requests through wasi:http with an `http` grant instead"
+            ));
+            continue;
+        }
+        if import.starts_with(crate::sandbox::WALK_INTERFACE_PREFIX) {
+            problems.push(format!(
+                "it imports `{import}`: the host-assisted walk is for the built-in tools only in this version of toolgate; walk the granted directories through wasi:filesystem instead (e.g. the SDK without its `host-walk` feature)"
             ));
             continue;
         }

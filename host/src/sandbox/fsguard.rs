@@ -21,6 +21,13 @@
 //! symlink before the re-check refuses it, hard links made outside the sandbox, and renaming a
 //! directory that a path-based (not `**/`) extra secret pattern names an entry of.
 //!
+//! Fast paths (Linux): a read-only open of a plain file reached without any symlink is done
+//! by the guard itself (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` and `O_NONBLOCK`,
+//! then `fstat` of the opened descriptor), so its real path is the lexical one and its type is
+//! its own; other opens without symlinks are checked with an `O_PATH` `openat2` + `fstat`
+//! before and a same-inode `fstat` after instead of `stat-at` and the `/proc` lookup. A path
+//! with a symlink on the way always takes the full checks above.
+//!
 //! Descriptors of a store without a policy ([`FsGuard`] with no [`FsDeny`]) pass straight
 //! through to wasmtime-wasi.
 
@@ -105,6 +112,11 @@ impl FsDeny {
             }
         }
         false
+    }
+
+    /// The canonical workspace root as the host sees it.
+    pub(crate) fn host_root(&self) -> &std::path::Path {
+        &self.host_root
     }
 
     /// The workspace-relative path of a preopen the guest sees at `guest`, or `None` when it is
@@ -338,6 +350,111 @@ impl GuardedFsView<'_> {
     }
 }
 
+/// What a look at an open's target before the open found.
+#[derive(Clone, Copy)]
+enum Precheck {
+    /// A regular file or directory reached without any symlink: its device and inode.
+    Plain((u64, u64)),
+    /// Something that must not be opened (a FIFO, socket or device).
+    Refuse,
+    /// Not known (a symlink on the way, a missing file, no `openat2`): check the slow way.
+    Unknown,
+}
+
+/// Whether the opened descriptor is the file `id` (device, inode) names.
+#[cfg(target_os = "linux")]
+fn same_file(descriptor: &Descriptor, id: (u64, u64)) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let meta = match descriptor {
+        Descriptor::File(f) => f.file.metadata(),
+        Descriptor::Dir(d) => d.dir.metadata(),
+    };
+    meta.is_ok_and(|m| (m.dev(), m.ino()) == id)
+}
+
+impl GuardedFsView<'_> {
+    /// Look at `path` below directory `fd` without opening it for real: one `openat2` with
+    /// `O_PATH` that may not leave the directory or pass any symlink, and one `fstat`. A plain
+    /// regular file or directory then needs neither wasmtime-wasi's `stat-at` (four syscalls)
+    /// nor, once opened, the real-path lookup through `/proc` (a same-inode `fstat` does).
+    #[cfg(target_os = "linux")]
+    fn precheck(&self, fd: &Resource<Descriptor>, path: &str) -> Precheck {
+        use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+        let Ok(Descriptor::Dir(dir)) = self.inner.table.get(fd) else {
+            return Precheck::Unknown;
+        };
+        let Ok(target) = rustix::fs::openat2(
+            &*dir.dir,
+            path,
+            OFlags::PATH | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+        ) else {
+            return Precheck::Unknown;
+        };
+        match rustix::fs::fstat(&target) {
+            Ok(stat) => match FileType::from_raw_mode(stat.st_mode) {
+                FileType::RegularFile | FileType::Directory => {
+                    Precheck::Plain((stat.st_dev, stat.st_ino))
+                }
+                _ => Precheck::Refuse,
+            },
+            Err(_) => Precheck::Unknown,
+        }
+    }
+
+    /// Open `path` below directory `fd` for reading when it is a regular file reached without
+    /// any symlink: one `openat2` (beneath the directory, no symlinks, non-blocking so a FIFO
+    /// cannot hang the call) and one `fstat` of what was opened. No symlink on the way means its
+    /// real path is the lexical one the caller already checked; the type is the opened file's
+    /// own, so nothing can be swapped in between. Opened the way wasmtime-wasi opens a file for
+    /// reading (read mode, the directory's permissions). `Ok(None)`: not such a file (a symlink,
+    /// a directory, missing, ...), take the general path; `Err`: a FIFO, socket or device.
+    #[cfg(target_os = "linux")]
+    fn open_plain_file(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        path: &str,
+    ) -> FsResult<Option<Resource<Descriptor>>> {
+        use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+        let (opened, perms) = {
+            let Ok(Descriptor::Dir(dir)) = self.inner.table.get(fd) else {
+                return Ok(None);
+            };
+            let Ok(opened) = rustix::fs::openat2(
+                &*dir.dir,
+                path,
+                OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
+                Mode::empty(),
+                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+            ) else {
+                return Ok(None);
+            };
+            (opened, dir.perms)
+        };
+        let Ok(stat) = rustix::fs::fstat(&opened) else {
+            return Ok(None);
+        };
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => {}
+            FileType::Directory => return Ok(None),
+            _ => return Err(ErrorCode::Access.into()),
+        }
+        let file = wasmtime_wasi::filesystem::File::new(
+            std::fs::File::from(opened),
+            perms,
+            wasmtime_wasi::OpenMode::READ,
+            super::wasi::BLOCKING_CURRENT_THREAD,
+        );
+        Ok(Some(self.inner.table.push(Descriptor::File(file))?))
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn precheck(&self, _fd: &Resource<Descriptor>, _path: &str) -> Precheck {
+        Precheck::Unknown
+    }
+}
+
 /// Whether an open can create, change or remove anything.
 fn open_writes(oflags: types::OpenFlags, flags: types::DescriptorFlags) -> bool {
     oflags.intersects(
@@ -514,20 +631,40 @@ impl HostDescriptor for GuardedFsView<'_> {
             Access::Read
         };
         let guarded = self.check(&fd, &path, access, Slot::First)?;
+        // The common case, reading a plain file: open it here in one step.
+        #[cfg(target_os = "linux")]
+        if guarded && oflags == types::OpenFlags::empty() && flags == types::DescriptorFlags::READ {
+            if let Some(opened) = self.open_plain_file(&fd, &path)? {
+                return Ok(opened);
+            }
+        }
         // Opening a FIFO blocks until a writer comes (and reading a device may never end),
         // inside a host call the epoch deadline cannot interrupt: only regular files,
         // directories and symlinks to them are opened.
-        let probe = Resource::new_borrow(fd.rep());
-        match HostDescriptor::stat_at(&mut self.inner, probe, path_flags, path.clone()).await {
-            Ok(stat)
-                if !matches!(
-                    stat.type_,
-                    types::DescriptorType::RegularFile | types::DescriptorType::Directory
-                ) =>
-            {
-                return Err(ErrorCode::Access.into());
+        let pre = if guarded {
+            self.precheck(&fd, &path)
+        } else {
+            Precheck::Unknown
+        };
+        match pre {
+            Precheck::Refuse => return Err(ErrorCode::Access.into()),
+            Precheck::Plain(_) => {}
+            Precheck::Unknown => {
+                let probe = Resource::new_borrow(fd.rep());
+                match HostDescriptor::stat_at(&mut self.inner, probe, path_flags, path.clone())
+                    .await
+                {
+                    Ok(stat)
+                        if !matches!(
+                            stat.type_,
+                            types::DescriptorType::RegularFile | types::DescriptorType::Directory
+                        ) =>
+                    {
+                        return Err(ErrorCode::Access.into());
+                    }
+                    _ => {}
+                }
             }
-            _ => {}
         }
         let opened =
             HostDescriptor::open_at(&mut self.inner, fd, path_flags, path, oflags, flags).await?;
@@ -540,9 +677,12 @@ impl HostDescriptor for GuardedFsView<'_> {
         let descriptor = self.inner.table.get(&opened)?;
         let is_dir = matches!(descriptor, Descriptor::Dir(_));
         #[cfg(target_os = "linux")]
-        let real = match self.guard.deny.as_ref() {
-            Some(deny) => deny.real_rel(descriptor, &self.guard.buf),
-            None => None,
+        let real = match (self.guard.deny.as_ref(), pre) {
+            // The path had no symlink a moment ago and what was opened is that same file: its
+            // real path is the lexical one, already checked.
+            (Some(_), Precheck::Plain(id)) if same_file(descriptor, id) => None,
+            (Some(deny), _) => deny.real_rel(descriptor, &self.guard.buf),
+            (None, _) => None,
         };
         #[cfg(not(target_os = "linux"))]
         let real: Option<Option<String>> = None;

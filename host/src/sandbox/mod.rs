@@ -5,10 +5,12 @@ mod cache;
 mod fsguard;
 mod limits;
 pub mod net;
+mod walk;
 mod wasi;
 
 pub use fsguard::FsDeny;
 pub use limits::Limits;
+pub use walk::WALK_INTERFACE_PREFIX;
 pub use wasi::{Capabilities, Preopen};
 
 use crate::error::{Error, Result};
@@ -98,6 +100,8 @@ pub(crate) struct CallState {
     /// `wasi:http` state; requests go through `net`, which checks them against the grant.
     http: wasmtime_wasi_http::WasiHttpCtx,
     net: net::NetHooks,
+    /// What the host-assisted walk may list: the call's preopens and deny-list.
+    walk: walk::WalkScope,
 }
 
 impl wasmtime_wasi_http::WasiHttpView for CallState {
@@ -250,6 +254,11 @@ impl Sandbox {
             |s| s,
         )
         .map_err(|e| Error::Sandbox(format!("linking toolgate:host/exec: {e:#}")))?;
+        walk::bindings::WalkHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| Error::Sandbox(format!("linking toolgate:fs/walk: {e:#}")))?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(|e| Error::Sandbox(format!("linking wasi:http: {e:#}")))?;
 
@@ -369,6 +378,10 @@ impl Sandbox {
                 http: wasmtime_wasi_http::WasiHttpCtx::new(),
                 net: net::NetHooks {
                     grant: caps.net.clone(),
+                },
+                walk: walk::WalkScope {
+                    preopens: caps.preopens.clone(),
+                    deny: caps.deny.clone(),
                 },
             },
         );

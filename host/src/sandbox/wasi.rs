@@ -7,6 +7,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
+/// Whether filesystem calls run on the calling thread (`allow_blocking_current_thread`); the
+/// filesystem guard opens files itself and must build them the same way.
+pub(crate) const BLOCKING_CURRENT_THREAD: bool = true;
+
 /// One directory made visible to the guest.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Preopen {
@@ -46,7 +50,7 @@ impl Capabilities {
         let mut builder = WasiCtxBuilder::new();
         // Filesystem calls run on the calling thread instead of a blocking pool: a large speedup
         // for file-heavy tools. Must be set before the preopens are added.
-        builder.allow_blocking_current_thread(true);
+        builder.allow_blocking_current_thread(BLOCKING_CURRENT_THREAD);
         // No sockets at all: tools that need the network get it through the host.
         builder
             .allow_tcp(false)

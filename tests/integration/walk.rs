@@ -1,0 +1,158 @@
+//! The host-assisted walk (`toolgate:fs/walk`, host/src/sandbox/walk.rs): a guest asking the
+//! host for a listing gets only what it could list itself, and the walking tools return the
+//! same results as their in-guest walk did (ignore files incl. parents, default ignores, name
+//! order, deny-list).
+
+use crate::common::*;
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+
+/// Ask the host's walk directly from the hostile guest, once per start path.
+async fn walks(gate: &toolgate::Gate, starts: &[&str]) -> Vec<Value> {
+    let ops: Vec<Value> = starts
+        .iter()
+        .map(|s| json!({"op": "walk", "path": s}))
+        .collect();
+    let o = ok(gate, "test-hostile", json!({"mode": "probe", "ops": ops})).await;
+    o.data["results"].as_array().unwrap().clone()
+}
+
+fn listed(r: &Value) -> Vec<String> {
+    r["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not listed: {r}"))
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn workspace() -> (Ws, tempfile::TempDir) {
+    let ws = Ws::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("outside-secret.txt"), "x").unwrap();
+    ws.write(".env", "SECRET=1")
+        .write(".env.local", "SECRET=2")
+        .write("src/lib.rs", "// lib")
+        .write("src/.ssh/id_ed25519", "key")
+        .write("certs/server.pem", "pem")
+        .write("docs/guide.md", "guide")
+        .write(".toolgate/outputs/call-1.txt", "saved")
+        .write(".toolgate/grants.toml", "");
+    std::os::unix::fs::symlink(outside.path(), ws.path("out")).unwrap();
+    std::os::unix::fs::symlink("/etc", ws.path("etc")).unwrap();
+    (ws, outside)
+}
+
+#[tokio::test]
+async fn walk_lists_nothing_denied_and_never_follows_symlinks_out() {
+    let (ws, _outside) = workspace();
+    let gate = ws.gate(false).await;
+    let r = walks(&gate, &["/workspace", "/workspace/src"]).await;
+    assert_eq!(
+        listed(&r[0]),
+        [
+            "certs/",
+            "docs/",
+            "docs/guide.md",
+            "etc",
+            "out",
+            "src/",
+            "src/lib.rs"
+        ]
+    );
+    assert_eq!(listed(&r[1]), ["lib.rs"]);
+    let all = serde_json::to_string(&r).unwrap();
+    for hidden in [
+        ".env",
+        "id_ed25519",
+        "server.pem",
+        ".toolgate",
+        "call-1",
+        "outside-secret",
+        "passwd",
+    ] {
+        assert!(!all.contains(hidden), "{hidden} leaked: {all}");
+    }
+}
+
+#[tokio::test]
+async fn walk_refuses_starts_outside_the_workspace_or_denied() {
+    let (ws, outside) = workspace();
+    let gate = ws.gate(false).await;
+    let outside = outside.path().to_string_lossy().into_owned();
+    let starts = [
+        "/",
+        "/etc",
+        outside.as_str(),
+        "workspace/src",
+        "/workspace/..",
+        "/workspace/src/../../etc",
+        "/workspace/src/../docs",
+        "/workspace/out",
+        "/workspace/etc",
+        "/workspace/.toolgate",
+        "/workspace/.toolgate/outputs",
+        "/workspace/src/.ssh",
+        "/workspace/.env",
+        "/workspace/certs/server.pem",
+    ];
+    let r = walks(&gate, &starts).await;
+    for (start, result) in starts.iter().zip(&r) {
+        assert_eq!(result["ok"], false, "{start}: {result}");
+        let detail = result["detail"].as_str().unwrap();
+        assert!(detail.contains(start), "{start}: {detail}");
+        assert!(!detail.contains("outside-secret"), "{detail}");
+    }
+    // A denied name is refused the same way whether it exists or not.
+    let r = walks(&gate, &["/workspace/.env", "/workspace/missing/.env"]).await;
+    assert_eq!(
+        r[0]["detail"]
+            .as_str()
+            .unwrap()
+            .replace("/workspace/.env", "X"),
+        r[1]["detail"]
+            .as_str()
+            .unwrap()
+            .replace("/workspace/missing/.env", "X")
+    );
+}
+
+#[tokio::test]
+async fn grep_glob_ls_keep_their_walk_semantics() {
+    let ws = Ws::new();
+    ws.write(".gitignore", "*.log\ngen/\n")
+        .write("src/.ignore", "!keep.log\n")
+        .write("src/keep.log", "needle keep\n")
+        .write("src/drop.log", "needle drop\n")
+        .write("src/b/.gitignore", "x.rs\n")
+        .write("src/b/x.rs", "needle x\n")
+        .write("src/b/y.rs", "needle y\n")
+        .write("src/a.rs", "needle a\n")
+        .write("src/Z.rs", "needle Z\n")
+        .write("gen/g.rs", "needle gen\n")
+        .write("node_modules/m/i.js", "needle nm\n")
+        .write("dist/d.js", "needle dist\n")
+        .write(".git/HEAD", "needle git\n")
+        .write(".github/ci.yml", "needle ci\n")
+        .write(".env", "needle secret\n");
+    let gate = ws.gate(false).await;
+    let o = ok(&gate, "grep", json!({"pattern": "needle"})).await;
+    assert_eq!(
+        o.content,
+        ".github/ci.yml:1:needle ci\nsrc/Z.rs:1:needle Z\nsrc/a.rs:1:needle a\nsrc/b/y.rs:1:needle y\nsrc/keep.log:1:needle keep\n"
+    );
+    // Parent ignore files count when the search starts below them.
+    let o = ok(&gate, "grep", json!({"pattern": "needle", "path": "src/b"})).await;
+    assert_eq!(o.content, "src/b/y.rs:1:needle y\n");
+    let o = ok(&gate, "grep", json!({"pattern": "needle", "path": "gen"})).await;
+    assert_eq!(o.content, "gen/g.rs:1:needle gen\n");
+    let o = ok(&gate, "glob", json!({"pattern": "**/*.rs"})).await;
+    let mut files: Vec<&str> = o.content.lines().collect();
+    files.sort();
+    assert_eq!(files, ["src/Z.rs", "src/a.rs", "src/b/y.rs"]);
+    let o = ok(&gate, "ls", json!({"depth": 2, "ignore": ["b"]})).await;
+    assert_eq!(
+        o.content,
+        "./\n  .github/\n    ci.yml\n  .gitignore\n  src/\n    .ignore\n    Z.rs\n    a.rs\n    keep.log\n"
+    );
+}
