@@ -237,6 +237,10 @@ pub(crate) struct FsGuard {
     /// The last directory found clean (it and all its ancestors are no secret), so a run of
     /// opens in one directory matches only each file's own name.
     clean_dir: String,
+    /// The `stat` the guard took of the file it opened last itself (descriptor rep, stat):
+    /// a tool that opens a file and asks its size at once (grep, read) gets it without a second
+    /// system call. Used once, and forgotten when that descriptor is dropped.
+    opened_stat: Option<(u32, types::DescriptorStat)>,
 }
 
 impl FsGuard {
@@ -416,7 +420,7 @@ impl GuardedFsView<'_> {
         fd: &Resource<Descriptor>,
         path: &str,
     ) -> FsResult<Option<Resource<Descriptor>>> {
-        use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
         let (opened, perms) = {
             let Ok(Descriptor::Dir(dir)) = self.inner.table.get(fd) else {
                 return Ok(None);
@@ -432,26 +436,55 @@ impl GuardedFsView<'_> {
             };
             (opened, dir.perms)
         };
-        let Ok(stat) = rustix::fs::fstat(&opened) else {
+        // One `statx` of what was opened: its type decides, and the answer is kept for the
+        // tool's own `stat` of the new descriptor.
+        let file = std::fs::File::from(opened);
+        let Ok(meta) = file.metadata() else {
             return Ok(None);
         };
-        match FileType::from_raw_mode(stat.st_mode) {
-            FileType::RegularFile => {}
-            FileType::Directory => return Ok(None),
-            _ => return Err(ErrorCode::Access.into()),
+        let kind = meta.file_type();
+        if kind.is_dir() {
+            return Ok(None);
+        }
+        if !kind.is_file() {
+            return Err(ErrorCode::Access.into());
         }
         let file = wasmtime_wasi::filesystem::File::new(
-            std::fs::File::from(opened),
+            file,
             perms,
             wasmtime_wasi::OpenMode::READ,
             super::wasi::BLOCKING_CURRENT_THREAD,
         );
-        Ok(Some(self.inner.table.push(Descriptor::File(file))?))
+        let opened = self.inner.table.push(Descriptor::File(file))?;
+        self.guard.opened_stat = Some((opened.rep(), file_stat(&meta)));
+        Ok(Some(opened))
     }
 
     #[cfg(not(target_os = "linux"))]
     fn precheck(&self, _fd: &Resource<Descriptor>, _path: &str) -> Precheck {
         Precheck::Unknown
+    }
+}
+
+/// A regular file's `stat` as wasmtime-wasi reports it (its `status-change-timestamp` is the
+/// birth time, as there).
+#[cfg(target_os = "linux")]
+fn file_stat(meta: &std::fs::Metadata) -> types::DescriptorStat {
+    use std::os::unix::fs::MetadataExt;
+    let at = |t: std::io::Result<std::time::SystemTime>| {
+        let d = t.ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+        Some(types::Datetime {
+            seconds: d.as_secs(),
+            nanoseconds: d.subsec_nanos(),
+        })
+    };
+    types::DescriptorStat {
+        type_: types::DescriptorType::RegularFile,
+        link_count: meta.nlink(),
+        size: meta.len(),
+        data_access_timestamp: at(meta.accessed()),
+        data_modification_timestamp: at(meta.modified()),
+        status_change_timestamp: at(meta.created()),
     }
 }
 
@@ -571,6 +604,13 @@ impl HostDescriptor for GuardedFsView<'_> {
     }
 
     async fn stat(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorStat> {
+        if let Some((rep, _)) = &self.guard.opened_stat {
+            if *rep == fd.rep() {
+                if let Some((_, stat)) = self.guard.opened_stat.take() {
+                    return Ok(stat);
+                }
+            }
+        }
         HostDescriptor::stat(&mut self.inner, fd).await
     }
 
@@ -717,6 +757,14 @@ impl HostDescriptor for GuardedFsView<'_> {
         let rep = fd.rep();
         HostDescriptor::drop(&mut self.inner, fd)?;
         self.guard.dirs.remove(&rep);
+        if self
+            .guard
+            .opened_stat
+            .as_ref()
+            .is_some_and(|(r, _)| *r == rep)
+        {
+            self.guard.opened_stat = None;
+        }
         Ok(())
     }
 
