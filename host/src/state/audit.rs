@@ -202,6 +202,8 @@ pub(crate) struct AuditRow {
 pub(crate) enum AuditMsg {
     /// Rows to append.
     Rows(Vec<AuditRow>),
+    /// A read record to store (see `StateDb::record_read`).
+    Read(super::reads::ReadRow),
     /// Reply once everything before this is written.
     Flush(mpsc::Sender<()>),
 }
@@ -233,20 +235,27 @@ pub(crate) fn start_writer(
             };
             while let Ok(first) = rx.recv() {
                 let mut rows = Vec::new();
+                let mut reads = Vec::new();
                 let mut flushes = Vec::new();
                 let mut next = Some(first);
                 while let Some(msg) = next.take() {
                     match msg {
                         AuditMsg::Rows(r) => rows.extend(r),
+                        AuditMsg::Read(r) => reads.push(r),
                         AuditMsg::Flush(reply) => flushes.push(reply),
                     }
-                    if rows.len() < BATCH {
+                    if rows.len() + reads.len() < BATCH {
                         next = rx.try_recv().ok();
                     }
                 }
                 if !rows.is_empty() {
                     if let Err(e) = write_rows(&mut conn, &rows) {
                         tracing::error!(error = %e, rows = rows.len(), "audit write failed");
+                    }
+                }
+                if !reads.is_empty() {
+                    if let Err(e) = super::reads::write_reads(&mut conn, &reads) {
+                        tracing::error!(error = %e, reads = reads.len(), "read record write failed");
                     }
                 }
                 for reply in flushes {

@@ -12,6 +12,7 @@ pub use reads::FileStamp;
 
 use crate::error::{Error, Result};
 use rusqlite::Connection;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Mutex, MutexGuard};
 
@@ -67,6 +68,9 @@ pub struct StateDb {
     /// Audit events go to a writer thread so calls do not wait for SQLite.
     writer: mpsc::Sender<audit::AuditMsg>,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Read records of this process by (session, path): authoritative while their database
+    /// rows are still on the way through the writer thread.
+    recent_reads: Mutex<HashMap<(String, String), FileStamp>>,
 }
 
 impl Drop for StateDb {
@@ -98,6 +102,10 @@ impl StateDb {
             .map_err(|e| state_err(path, e))?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(|e| state_err(path, e))?;
+        // Checkpoints (which fsync) are left to the writer thread's connection, so a call never
+        // waits for one.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(|e| state_err(path, e))?;
         conn.execute_batch(SCHEMA).map_err(|e| state_err(path, e))?;
         let (writer, handle) = audit::start_writer(path).map_err(|e| Error::io(path, e))?;
         Ok(StateDb {
@@ -105,7 +113,12 @@ impl StateDb {
             conn: Mutex::new(conn),
             writer,
             writer_thread: Mutex::new(Some(handle)),
+            recent_reads: Mutex::new(HashMap::new()),
         })
+    }
+
+    fn recent_reads(&self) -> MutexGuard<'_, HashMap<(String, String), FileStamp>> {
+        self.recent_reads.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {
@@ -121,6 +134,9 @@ impl StateDb {
     /// Forget a session: its read records and session grants. Returns how many read records
     /// were dropped.
     pub fn forget_session(&self, session: &str) -> Result<usize> {
+        // Records still on their way to the database would come back after the delete.
+        self.flush_audit();
+        self.recent_reads().retain(|(s, _), _| s != session);
         let conn = self.conn();
         let n = conn
             .execute("DELETE FROM reads WHERE session = ?1", [session])

@@ -43,41 +43,87 @@ impl FileStamp {
     }
 }
 
+/// One read record on its way to the database.
+pub(crate) struct ReadRow {
+    session: String,
+    path: String,
+    stamp: FileStamp,
+    at_ms: i64,
+}
+
+/// Store read records in one transaction (the writer thread, or the caller when it is gone).
+pub(crate) fn write_reads(
+    conn: &mut rusqlite::Connection,
+    rows: &[ReadRow],
+) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    {
+        let mut stmt = tx.prepare_cached(
+            "INSERT INTO reads (session, path, mtime_ns, size, sha256, at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (session, path) DO UPDATE SET
+               mtime_ns = excluded.mtime_ns, size = excluded.size,
+               sha256 = excluded.sha256, at_ms = excluded.at_ms",
+        )?;
+        for r in rows {
+            stmt.execute(rusqlite::params![
+                r.session,
+                r.path,
+                r.stamp.mtime_ns,
+                r.stamp.size,
+                r.stamp.sha256,
+                r.at_ms
+            ])?;
+        }
+    }
+    tx.commit()
+}
+
 impl StateDb {
     /// Record that `session` has seen `path` as `stamp`.
+    ///
+    /// The record is kept in memory at once (this process's later checks see it) and written
+    /// to the database by the writer thread, so a call does not wait for SQLite; it is on disk
+    /// before the database is closed, and before anything here reads the table.
     pub fn record_read(&self, session: &str, path: &Path, stamp: &FileStamp) -> Result<()> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare_cached(
-                "INSERT INTO reads (session, path, mtime_ns, size, sha256, at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                 ON CONFLICT (session, path) DO UPDATE SET
-                   mtime_ns = excluded.mtime_ns, size = excluded.size,
-                   sha256 = excluded.sha256, at_ms = excluded.at_ms",
-            )
-            .map_err(|e| self.err(e))?;
-        stmt.execute(rusqlite::params![
-            session,
-            path.to_string_lossy(),
-            stamp.mtime_ns,
-            stamp.size,
-            stamp.sha256,
-            now_ms()
-        ])
-        .map_err(|e| self.err(e))?;
-        Ok(())
+        let path = path.to_string_lossy().into_owned();
+        self.recent_reads()
+            .insert((session.to_string(), path.clone()), stamp.clone());
+        let row = ReadRow {
+            session: session.to_string(),
+            path,
+            stamp: stamp.clone(),
+            at_ms: now_ms(),
+        };
+        match self.writer.send(super::audit::AuditMsg::Read(row)) {
+            Ok(()) => Ok(()),
+            Err(std::sync::mpsc::SendError(super::audit::AuditMsg::Read(row))) => {
+                // The writer is gone (it failed to open the database): write here instead.
+                let mut conn = self.conn();
+                write_reads(&mut conn, &[row]).map_err(|e| self.err(e))
+            }
+            Err(_) => Ok(()),
+        }
     }
 
     /// What `session` last saw of `path`, if it read it.
     pub fn last_read(&self, session: &str, path: &Path) -> Result<Option<FileStamp>> {
         use rusqlite::OptionalExtension;
+        let path = path.to_string_lossy();
+        if let Some(stamp) = self
+            .recent_reads()
+            .get(&(session.to_string(), path.to_string()))
+        {
+            return Ok(Some(stamp.clone()));
+        }
+        // Another process may have recorded it (separate `toolgate call`s share a session).
         let conn = self.conn();
         let mut stmt = conn
             .prepare_cached(
                 "SELECT mtime_ns, size, sha256 FROM reads WHERE session = ?1 AND path = ?2",
             )
             .map_err(|e| self.err(e))?;
-        stmt.query_row(rusqlite::params![session, path.to_string_lossy()], |row| {
+        stmt.query_row(rusqlite::params![session, path], |row| {
             Ok(FileStamp {
                 mtime_ns: row.get(0)?,
                 size: row.get(1)?,
