@@ -140,6 +140,11 @@ mod other {
     pub struct Spawner;
 
     impl Spawner {
+        /// The same as the default here.
+        pub fn disabled() -> Spawner {
+            Spawner
+        }
+
         /// Always unavailable here.
         pub fn start(
             &self,
@@ -225,6 +230,14 @@ mod linux {
     }
 
     impl Spawner {
+        /// A spawner that never starts: every command is forked from the host (the fallback
+        /// path, for tests and for embedding hosts that cannot run a helper binary).
+        pub fn disabled() -> Spawner {
+            let s = Spawner::default();
+            *lock(&s.unavailable) = Some("disabled".into());
+            s
+        }
+
         fn conn(&self) -> Result<Arc<Conn>, StartError> {
             if let Some(why) = lock(&self.unavailable).clone() {
                 return Err(StartError::Unavailable(why));
