@@ -59,9 +59,11 @@ async fn huge_allocation_hits_the_memory_limit() {
 
 #[tokio::test]
 async fn huge_result_hits_the_result_limit() {
-    // Enough memory for the guest to build its 64 MiB answer; the result cap must refuse it.
+    // Enough memory and time for the guest to build its 64 MiB answer (a loaded CI machine
+    // can take longer than the tight 500 ms); the result cap must refuse it.
     let limits = Limits {
         max_memory_bytes: 512 << 20,
+        timeout: std::time::Duration::from_secs(20),
         ..tight_limits()
     };
     let (_ws, gate, o) = hostile(limits, "output").await;

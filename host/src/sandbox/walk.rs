@@ -506,6 +506,60 @@ fn ignored(stack: &[Dir], parents: &[(Gitignore, Gitignore)], path: &Path, is_di
 
 /// A directory's entries in name order. Names that are not UTF-8 are left out (a WASI guest
 /// cannot name them either).
+///
+/// `dir` is a canonical path (the start was canonicalised and only real directories are
+/// descended into), so it has no symlink anywhere; it is opened so that any symlink on the way
+/// fails. A directory swapped for a symlink between its listing and its turn (by a process
+/// racing the walk) is then skipped instead of followed out of the workspace.
+#[cfg(target_os = "linux")]
+fn read_children(dir: &Path) -> std::io::Result<Vec<(String, Kind)>> {
+    use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+    let fd = match rustix::fs::openat2(
+        rustix::fs::CWD,
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    ) {
+        Ok(fd) => fd,
+        // No `openat2` (Linux before 5.6): the last component at least must not be a symlink.
+        Err(rustix::io::Errno::NOSYS) => rustix::fs::openat(
+            rustix::fs::CWD,
+            dir,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?,
+        Err(e) => return Err(e.into()),
+    };
+    let listing = rustix::fs::Dir::new(fd)?;
+    let mut children = Vec::new();
+    for entry in listing {
+        let Ok(entry) = entry else { continue };
+        let Ok(name) = entry.file_name().to_str() else {
+            continue;
+        };
+        if name == "." || name == ".." {
+            continue;
+        }
+        // The entry's own type, never following a symlink: a symlink to a directory is not a
+        // directory. Filesystems that do not report it are asked without following.
+        let is_dir = match entry.file_type() {
+            FileType::Directory => true,
+            FileType::Unknown => {
+                std::fs::symlink_metadata(dir.join(name)).is_ok_and(|m| m.file_type().is_dir())
+            }
+            _ => false,
+        };
+        children.push((
+            name.to_string(),
+            if is_dir { Kind::Dir } else { Kind::Other },
+        ));
+    }
+    children.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(children)
+}
+
+#[cfg(not(target_os = "linux"))]
 fn read_children(dir: &Path) -> std::io::Result<Vec<(String, Kind)>> {
     let mut children = Vec::new();
     for entry in std::fs::read_dir(dir)? {
@@ -802,5 +856,30 @@ mod tests {
         assert!(l.entries[0].mtime_ns.is_some_and(|t| t > 0));
         let l = scope.list("/workspace", &o, None).unwrap();
         assert!(l.entries.iter().all(|e| e.is_dir == e.mtime_ns.is_none()));
+    }
+
+    /// A directory reached through a symlink (as a racing process could swap one in) is not
+    /// listed: the walk opens directories with no symlink anywhere on their path.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_directory_behind_a_symlink_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret-name.txt"), "x").unwrap();
+        std::fs::create_dir(root.join("real")).unwrap();
+        std::fs::write(root.join("real/a.txt"), "a").unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("swapped")).unwrap();
+        let names =
+            |p: &Path| read_children(p).map(|c| c.into_iter().map(|(n, _)| n).collect::<Vec<_>>());
+        assert_eq!(names(&root.join("real")).unwrap(), ["a.txt"]);
+        assert!(names(&root.join("swapped")).is_err());
+        std::os::unix::fs::symlink(root.join("real"), root.join("link-in")).unwrap();
+        assert!(names(&root.join("link-in")).is_err());
+        let kinds = read_children(&root).unwrap();
+        assert!(kinds.iter().any(|(n, k)| n == "real" && *k == Kind::Dir));
+        assert!(kinds
+            .iter()
+            .any(|(n, k)| n == "swapped" && *k == Kind::Other));
     }
 }
