@@ -354,7 +354,7 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Str
         match start_with_spawner(host, &request, pids.as_ref(), &shared)? {
             Some((pid, readers)) => (pid, readers, true),
             None => {
-                let (pid, readers) = start_in_process(host, &request, pids.as_ref(), &shared)?;
+                let (pid, readers) = start_in_process(&request, pids.as_ref(), &shared)?;
                 (pid, readers, false)
             }
         };
@@ -461,20 +461,19 @@ fn start_with_spawner(
 
 /// Fork the command from the host (no spawner), with the same confinement.
 fn start_in_process(
-    host: &ExecHost,
     request: &super::spawner::Request,
     pids: Option<&confine::PidsCgroup>,
     shared: &Arc<(Mutex<Progress>, Condvar)>,
 ) -> Result<(i32, Readers), String> {
     let mut cmd = request.command();
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    confine::install(
+    #[cfg(target_os = "linux")]
+    request.confine(
         &mut cmd,
-        &host.workspace,
-        &request.tmp,
-        host.config.network,
-        pids,
+        pids.map(confine::PidsCgroup::procs_fd).transpose()?,
     )?;
+    #[cfg(not(target_os = "linux"))]
+    let _ = pids;
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("could not start the command: {e}"))?;

@@ -83,6 +83,27 @@ impl Request {
             .process_group(0);
         cmd
     }
+
+    /// Install on `cmd` exactly the confinement this request names (the host chose it), with
+    /// `procs` (the pids cgroup's `cgroup.procs`) joined first. The spawner and the host's own
+    /// fallback both start commands through this.
+    #[cfg(target_os = "linux")]
+    pub fn confine(
+        &self,
+        cmd: &mut std::process::Command,
+        procs: Option<rustix::fd::OwnedFd>,
+    ) -> Result<(), String> {
+        let want = super::confine::Confinement {
+            landlock: self.landlock,
+            netns: self.netns,
+            // Not read by `apply`: only what is applied matters here.
+            network_granted: false,
+            mountns: self.mountns,
+            env_scrubbed: true,
+            pids_limit: None,
+        };
+        super::confine::apply(cmd, &self.workspace, &self.tmp, want, procs)
+    }
 }
 
 /// What the spawner says.
@@ -174,7 +195,6 @@ pub use other::{serve, Spawner};
 #[cfg(target_os = "linux")]
 mod linux {
     use super::{find_binary, Reply, Request, StartError, MAX_REQUEST, PROTOCOL, RECV_BUFFER};
-    use crate::exec::confine::{self, Confinement};
     use rustix::fd::{AsFd, FromRawFd, OwnedFd};
     use rustix::io::Errno;
     use rustix::net::{
@@ -576,15 +596,7 @@ mod linux {
         let procs = fds.next();
         let mut cmd = req.command();
         cmd.stdout(Stdio::from(stdout)).stderr(Stdio::from(stderr));
-        let want = Confinement {
-            landlock: req.landlock,
-            netns: req.netns,
-            network_granted: false,
-            mountns: req.mountns,
-            env_scrubbed: true,
-            pids_limit: None,
-        };
-        confine::apply(&mut cmd, &req.workspace, &req.tmp, want, procs)?;
+        req.confine(&mut cmd, procs)?;
         cmd.spawn()
             .map_err(|e| format!("could not start the command: {e}"))
     }
