@@ -13,6 +13,7 @@ mod ladder;
 mod limits;
 mod mcp;
 mod plugins;
+mod read_ahead;
 mod shell;
 mod state;
 mod tools_edit;

@@ -208,16 +208,28 @@ async fn a_component_importing_what_it_was_not_granted_does_not_install() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("toolgate:host/exec"), "{e}");
-    // The host-assisted walk: built-ins only, even with a filesystem grant.
-    let e = install(
-        &ws,
-        "toolgate_tool_grep.wasm",
-        &manifest_exactly("fs_read = [\".\"]").replace("test-plugin", "grep"),
-    )
-    .await
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("toolgate:fs/walk"), "{e}");
+    // The host-assisted walk and read-ahead: built-ins only, even with a filesystem grant.
+    for (wasm, name, import) in [
+        ("toolgate_tool_glob.wasm", "glob", "toolgate:fs/walk"),
+        (
+            "toolgate_tool_grep.wasm",
+            "grep",
+            "toolgate:search/read-ahead",
+        ),
+    ] {
+        let e = install(
+            &ws,
+            wasm,
+            &manifest_exactly("fs_read = [\".\"]").replace("test-plugin", name),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(import) && e.contains("built-in tools only"),
+            "{e}"
+        );
+    }
     // wasi:http without an http grant, the filesystem without an fs grant.
     let e = install(&ws, HOSTILE, &manifest_exactly("fs_read = [\".\"]"))
         .await

@@ -14,13 +14,15 @@
 //! search keeps counting so the total is honest, until it has seen [`count_limit`] matching
 //! lines (10 × `max_matches`, at least 1000); past that it stops and reports "at least N".
 //!
-//! Speed: each file is read with one `read`, and the regex runs over the whole buffer; line
-//! boundaries are found with `memchr` only around matches, and nothing is allocated per line.
+//! Speed: the host walks and reads the files on a thread of its own, ahead of the search
+//! (`toolgate_guest::files`); a file it leaves to the tool is read here with one `read`. The
+//! regex runs over each whole file; line boundaries are found with `memchr` only around
+//! matches, and nothing is allocated per line.
 
 use regex::bytes::{Regex, RegexBuilder};
 use std::path::Path;
+use toolgate_guest::files::{self, Contents, Include};
 use toolgate_guest::text;
-use toolgate_guest::walk::{self, Options};
 use toolgate_guest::{
     json, Budget, Context, Descriptor, Output, PathAccess, Risk, Tool, ToolError, Value,
 };
@@ -140,7 +142,9 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
         })?;
 
     let include = match input.get("include").and_then(Value::as_str) {
-        Some(g) if !g.is_empty() => Some(Include::new(g)?),
+        Some(g) if !g.is_empty() => {
+            Some(Include::new(g).map_err(|e| ToolError::new("bad-include", e))?)
+        }
         _ => None,
     };
 
@@ -148,65 +152,18 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
     let mut s = Searcher::new(&re, context, max_matches, cx.max_output_bytes());
     let mut walk_errors = 0;
     if meta.is_dir() {
-        walk_errors = walk::walk(cx, &start, &Options::default(), |entry| {
-            if entry.is_dir {
-                return true;
+        walk_errors = files::files(cx, &start, include.as_ref(), MAX_FILE_BYTES, |file| {
+            match file.contents {
+                Contents::Bytes(buf) => s.bytes(&buf, &file.rel),
+                Contents::TooLarge(_) => s.too_large += 1,
+                Contents::NotRead => s.file(&file.path, &file.rel),
             }
-            if let Some(inc) = &include {
-                let name = entry
-                    .path
-                    .file_name()
-                    .map(|n| n.to_string_lossy())
-                    .unwrap_or_default();
-                let under = entry
-                    .path
-                    .strip_prefix(&start)
-                    .map(|p| p.to_string_lossy())
-                    .unwrap_or_default();
-                if !inc.matches(&name, &under) {
-                    return true;
-                }
-            }
-            s.file(&entry.path, &entry.rel);
             !s.stopped
         });
     } else {
         s.file(&start, &start_rel);
     }
     Ok(s.finish(pattern, &start_rel, walk_errors))
-}
-
-/// The `include` filter: a glob on the file name, or on the path below the search root when it
-/// contains `/`.
-struct Include {
-    set: globset::GlobMatcher,
-    on_path: bool,
-}
-
-impl Include {
-    fn new(glob: &str) -> Result<Self, ToolError> {
-        let on_path = glob.contains('/');
-        let glob = glob.trim_start_matches("./");
-        let set = globset::GlobBuilder::new(glob)
-            .literal_separator(true)
-            .build()
-            .map_err(|e| {
-                ToolError::new(
-                    "bad-include",
-                    format!("`include` glob `{glob}` is invalid: {e}"),
-                )
-            })?
-            .compile_matcher();
-        Ok(Include { set, on_path })
-    }
-
-    fn matches(&self, name: &str, under: &str) -> bool {
-        if self.on_path {
-            self.set.is_match(under)
-        } else {
-            self.set.is_match(name)
-        }
-    }
 }
 
 struct Searcher<'a> {
@@ -282,12 +239,17 @@ impl<'a> Searcher<'a> {
                 return;
             }
         };
-        if text::has_nul_prefix(&buf) {
+        self.bytes(&buf, rel);
+    }
+
+    /// Search one file's whole contents, unless it is binary.
+    fn bytes(&mut self, buf: &[u8], rel: &str) {
+        if text::has_nul_prefix(buf) {
             self.binary_skipped += 1;
             return;
         }
         self.files_searched += 1;
-        self.search(&buf, rel);
+        self.search(buf, rel);
     }
 
     /// Search one file's bytes.

@@ -25,11 +25,13 @@
 //!
 //! Optional host capabilities are cargo features: `exec` (module `exec`: host processes
 //! through the host's gate) and `http` (module `http`: outgoing HTTP to the hosts the tool is
-//! allowed to reach).
+//! allowed to reach). `host-walk` and `host-read-ahead` (built-in tools only) make
+//! [`walk::walk`] and [`files::files`] ask the host to list and read ahead.
 
 mod context;
 #[cfg(feature = "exec")]
 pub mod exec;
+pub mod files;
 #[cfg(feature = "http")]
 pub mod http;
 mod output;

@@ -39,7 +39,7 @@ impl Tool for Hostile {
                         "items": {
                             "type": "object",
                             "properties": {
-                                "op": {"type": "string", "enum": ["read", "list", "stat", "write", "mkdir", "remove", "symlink", "rename", "walk"]},
+                                "op": {"type": "string", "enum": ["read", "list", "stat", "write", "mkdir", "remove", "symlink", "rename", "walk", "read-ahead", "read-ahead-twice", "read-ahead-spin"]},
                                 "path": {"type": "string"},
                                 "target": {"type": "string"},
                                 "to": {"type": "string"}
@@ -230,6 +230,13 @@ fn probe(input: &Value) -> Output {
                 entries = Some(names);
                 detail
             }),
+            "read-ahead" => read_ahead(path, &arg("target")).map(|names| {
+                let detail = names.join(",");
+                entries = Some(names);
+                detail
+            }),
+            "read-ahead-twice" => read_ahead_twice(path),
+            "read-ahead-spin" => read_ahead_spin(path),
             other => Err(std::io::Error::other(format!("unknown op `{other}`"))),
         };
         let (ok, detail) = match result {
@@ -275,6 +282,92 @@ fn host_walk(path: &str) -> std::io::Result<Vec<String>> {
             }
         })
         .collect())
+}
+
+/// Ask the host's read-ahead (`toolgate:search/read-ahead`) directly for every file below
+/// `path` (with `include` when not empty), with no checks on the guest side: one entry per
+/// file, `path=bytes:TEXT`, `path=too-large:N` or `path=not-read`.
+#[cfg(target_os = "wasi")]
+fn read_ahead(path: &str, include: &str) -> std::io::Result<Vec<String>> {
+    use toolgate_guest::files::__wit::toolgate::search::read_ahead as ra;
+    let options = ra::Options {
+        include_glob: (!include.is_empty()).then(|| include.to_string()),
+        max_file_bytes: 64,
+    };
+    let reader = ra::open(path, &options).map_err(std::io::Error::other)?;
+    let mut names = Vec::new();
+    loop {
+        let batch = reader.next();
+        for file in batch.files {
+            names.push(match file.contents {
+                ra::Contents::Bytes(b) => {
+                    format!("{}=bytes:{}", file.path, String::from_utf8_lossy(&b))
+                }
+                ra::Contents::TooLarge(n) => format!("{}=too-large:{n}", file.path),
+                ra::Contents::NotRead => format!("{}=not-read", file.path),
+            });
+        }
+        if batch.done {
+            return Ok(names);
+        }
+    }
+}
+
+/// Open a second reader while the first is open (refused), then one after dropping it.
+#[cfg(target_os = "wasi")]
+fn read_ahead_twice(path: &str) -> std::io::Result<String> {
+    use toolgate_guest::files::__wit::toolgate::search::read_ahead as ra;
+    let options = ra::Options {
+        include_glob: None,
+        max_file_bytes: 64,
+    };
+    let first = ra::open(path, &options).map_err(std::io::Error::other)?;
+    let second = match ra::open(path, &options) {
+        Ok(_) => "second: opened".to_string(),
+        Err(e) => format!("second: refused: {e}"),
+    };
+    drop(first);
+    let third = match ra::open(path, &options) {
+        Ok(_) => "after drop: opened".to_string(),
+        Err(e) => format!("after drop: refused: {e}"),
+    };
+    Ok(format!("{second}; {third}"))
+}
+
+/// Open a reader, take one batch and then never return (the deadline must end the call).
+#[cfg(target_os = "wasi")]
+fn read_ahead_spin(path: &str) -> std::io::Result<String> {
+    use toolgate_guest::files::__wit::toolgate::search::read_ahead as ra;
+    let options = ra::Options {
+        include_glob: None,
+        max_file_bytes: 1 << 20,
+    };
+    let reader = ra::open(path, &options).map_err(std::io::Error::other)?;
+    let _ = reader.next();
+    spin()
+        .map(|_| "spun".to_string())
+        .map_err(|_| std::io::Error::other("spun"))
+}
+
+#[cfg(not(target_os = "wasi"))]
+fn read_ahead(_path: &str, _include: &str) -> std::io::Result<Vec<String>> {
+    Err(std::io::Error::other(
+        "no host read-ahead outside a component",
+    ))
+}
+
+#[cfg(not(target_os = "wasi"))]
+fn read_ahead_twice(_path: &str) -> std::io::Result<String> {
+    Err(std::io::Error::other(
+        "no host read-ahead outside a component",
+    ))
+}
+
+#[cfg(not(target_os = "wasi"))]
+fn read_ahead_spin(_path: &str) -> std::io::Result<String> {
+    Err(std::io::Error::other(
+        "no host read-ahead outside a component",
+    ))
 }
 
 #[cfg(not(target_os = "wasi"))]

@@ -139,8 +139,9 @@ impl PluginGrant {
 /// Check a component's imports against a grant. Interfaces every tool may import (I/O
 /// streams, clocks, random, the CLI basics with an empty environment unless granted, the
 /// toolgate types) pass; the filesystem only with an `fs_read`/`fs_write` grant; `wasi:http`
-/// only with an `http` grant; sockets, the host exec capability, the host-assisted walk
-/// (`toolgate:fs/walk`, built-ins only) and anything unknown never.
+/// only with an `http` grant; sockets, the host exec capability, the host-assisted walk and
+/// read-ahead (`toolgate:fs/walk`, `toolgate:search/read-ahead`: built-ins only) and anything
+/// unknown never.
 pub fn check_imports(imports: &[String], grant: &PluginGrant) -> std::result::Result<(), String> {
     const ALWAYS: &[&str] = &[
         "wasi:io/",
@@ -178,9 +179,11 @@ pub fn check_imports(imports: &[String], grant: &PluginGrant) -> std::result::Re
             ));
             continue;
         }
-        if import.starts_with(crate::sandbox::WALK_INTERFACE_PREFIX) {
+        if import.starts_with(crate::sandbox::WALK_INTERFACE_PREFIX)
+            || import.starts_with(crate::sandbox::SEARCH_INTERFACE_PREFIX)
+        {
             problems.push(format!(
-                "it imports `{import}`: the host-assisted walk is for the built-in tools only in this version of toolgate; walk the granted directories through wasi:filesystem instead (e.g. the SDK without its `host-walk` feature)"
+                "it imports `{import}`: the host-assisted walk and read-ahead are for the built-in tools only in this version of toolgate; walk the granted directories through wasi:filesystem instead (e.g. the SDK without its `host-walk` and `host-read-ahead` features)"
             ));
             continue;
         }

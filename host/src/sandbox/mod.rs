@@ -5,11 +5,13 @@ mod cache;
 mod fsguard;
 mod limits;
 pub mod net;
+mod read_ahead;
 mod walk;
 mod wasi;
 
 pub use fsguard::FsDeny;
 pub use limits::Limits;
+pub use read_ahead::SEARCH_INTERFACE_PREFIX;
 pub use walk::WALK_INTERFACE_PREFIX;
 pub use wasi::{Capabilities, Preopen};
 
@@ -102,6 +104,8 @@ pub(crate) struct CallState {
     net: net::NetHooks,
     /// What the host-assisted walk may list: the call's preopens and deny-list.
     walk: walk::WalkScope,
+    /// Whether a read-ahead reader of this call is open (one at a time).
+    read_ahead_open: bool,
 }
 
 impl wasmtime_wasi_http::WasiHttpView for CallState {
@@ -259,6 +263,11 @@ impl Sandbox {
             |s| s,
         )
         .map_err(|e| Error::Sandbox(format!("linking toolgate:fs/walk: {e:#}")))?;
+        read_ahead::bindings::ReadAheadHost::add_to_linker::<
+            _,
+            wasmtime::component::HasSelf<CallState>,
+        >(&mut linker, |s| s)
+        .map_err(|e| Error::Sandbox(format!("linking toolgate:search/read-ahead: {e:#}")))?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(|e| Error::Sandbox(format!("linking wasi:http: {e:#}")))?;
 
@@ -383,6 +392,7 @@ impl Sandbox {
                     preopens: caps.preopens.clone(),
                     deny: caps.deny.clone(),
                 },
+                read_ahead_open: false,
             },
         );
         store.limiter(|s| &mut s.limits);

@@ -55,7 +55,7 @@ const PAGE_TIME: Duration = Duration::from_secs(1);
 const MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
 
 /// What one call's walk may see: its preopens and deny-list.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(crate) struct WalkScope {
     pub(crate) preopens: Vec<Preopen>,
     pub(crate) deny: Option<Arc<FsDeny>>,
@@ -101,6 +101,240 @@ enum Kind {
     Other,
 }
 
+/// One entry a [`Walker`] found.
+pub(crate) struct Found {
+    /// Path relative to the start, `/`-separated.
+    pub(crate) sub: String,
+    /// The host path (below a canonical directory; the last component may be a symlink).
+    pub(crate) host: PathBuf,
+    pub(crate) is_dir: bool,
+    /// Level below the start (the start's own entries are 1).
+    pub(crate) depth: u32,
+    /// Modification time when asked for (`with_mtime`) and the entry is not a directory.
+    pub(crate) mtime_ns: Option<u64>,
+}
+
+/// How a [`Walker`] walks (the WIT `options` without the paging).
+#[derive(Default, Clone)]
+pub(crate) struct WalkOptions {
+    pub(crate) max_depth: Option<u32>,
+    pub(crate) ignore: Vec<String>,
+    pub(crate) no_ignore_files: bool,
+    pub(crate) with_mtime: bool,
+    /// Entries up to and including this path (relative to the start) are not returned.
+    pub(crate) resume: Option<String>,
+}
+
+/// A walk in progress, one entry at a time (depth first, names in byte order).
+pub(crate) struct Walker {
+    scope: WalkScope,
+    start: Start,
+    extra: Option<globset::GlobSet>,
+    resume: Vec<String>,
+    options: WalkOptions,
+    /// Ignore matchers of the start's parents inside a preopen, outermost first.
+    parents: Vec<(Gitignore, Gitignore)>,
+    stack: Vec<Dir>,
+    /// Directories and ignore files that could not be read so far.
+    pub(crate) errors: u32,
+    real_buf: String,
+    visited: usize,
+}
+
+impl Walker {
+    /// Start walking below `start` (a guest path), or say why it cannot be walked.
+    pub(crate) fn new(scope: WalkScope, start: &str, options: WalkOptions) -> Result<Self, String> {
+        let start = scope.resolve(start)?;
+        let extra = build_extra(&options.ignore);
+        let resume: Vec<String> = options
+            .resume
+            .as_deref()
+            .map(|r| {
+                r.split('/')
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut errors = 0u32;
+        let use_ignore_files = !options.no_ignore_files;
+        let mut parents: Vec<(Gitignore, Gitignore)> = Vec::new();
+        if use_ignore_files {
+            let mut ancestors: Vec<&Path> = start
+                .host
+                .ancestors()
+                .skip(1)
+                .take_while(|a| scope.preopens.iter().any(|p| a.starts_with(&p.host)))
+                .collect();
+            ancestors.reverse();
+            for a in ancestors {
+                parents.push((
+                    scope.ignore_file(a, ".ignore", &mut errors),
+                    scope.ignore_file(a, ".gitignore", &mut errors),
+                ));
+            }
+        }
+        let children = read_children(&start.host).map_err(|e| {
+            format!(
+                "{} could not be listed: {e}",
+                display_rel(&start.lexical_rel)
+            )
+        })?;
+        let (ignore, gitignore) = if use_ignore_files {
+            scope.ignore_files(&start.host, &children, &mut errors)
+        } else {
+            (Gitignore::empty(), Gitignore::empty())
+        };
+        let stack = vec![Dir {
+            ignore,
+            gitignore,
+            host: start.host.clone(),
+            sub: String::new(),
+            real_rel: start.real_rel.clone(),
+            depth: 0,
+            children,
+            next: 0,
+            on_resume: !resume.is_empty(),
+        }];
+        Ok(Walker {
+            scope,
+            start,
+            extra,
+            resume,
+            options,
+            parents,
+            stack,
+            errors,
+            real_buf: String::new(),
+            visited: 0,
+        })
+    }
+
+    /// Whether entries are left after the last one returned.
+    pub(crate) fn more(&self) -> bool {
+        self.stack.iter().any(|d| d.next < d.children.len())
+    }
+
+    /// The next entry, `None` at the end; an error when `cancel` was set.
+    pub(crate) fn next(
+        &mut self,
+        cancel: Option<&std::sync::atomic::AtomicBool>,
+    ) -> Result<Option<Found>, String> {
+        let use_ignore_files = !self.options.no_ignore_files;
+        while let Some(top) = self.stack.last_mut() {
+            let Some((name, kind)) = top.children.get(top.next).cloned() else {
+                self.stack.pop();
+                continue;
+            };
+            top.next += 1;
+            let top = &*top;
+            let depth = top.depth + 1;
+            self.visited += 1;
+            if self.visited.is_multiple_of(1024)
+                && cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+            {
+                return Err("the call was cancelled".to_string());
+            }
+            // Where the entry stands relative to the resume point.
+            let mut emit = true;
+            let mut child_on_resume = false;
+            if top.on_resume {
+                let i = top.depth as usize;
+                match self.resume.get(i).map(|r| name.as_str().cmp(r)) {
+                    Some(std::cmp::Ordering::Less) => continue,
+                    Some(std::cmp::Ordering::Equal) => {
+                        emit = false;
+                        child_on_resume = i + 1 < self.resume.len();
+                    }
+                    _ => {}
+                }
+            }
+            let is_dir = kind == Kind::Dir;
+            if let Some(max) = self.options.max_depth {
+                if depth > max {
+                    continue;
+                }
+            }
+            if is_dir && DEFAULT_IGNORES.contains(&name.as_str()) {
+                continue;
+            }
+            let host = top.host.join(&name);
+            let sub = join_rel(&top.sub, &name);
+            if let Some(set) = &self.extra {
+                let lexical = join_rel(&self.start.lexical_rel, &sub);
+                if set.is_match(&name) || set.is_match(&lexical) {
+                    continue;
+                }
+            }
+            let real_rel = match (&self.scope.deny, &top.real_rel) {
+                (Some(deny), Some(parent)) => {
+                    self.real_buf.clear();
+                    self.real_buf.push_str(parent);
+                    if !self.real_buf.is_empty() {
+                        self.real_buf.push('/');
+                    }
+                    self.real_buf.push_str(&name);
+                    if deny.denied(&self.real_buf, parent.len(), Access::Read) {
+                        continue;
+                    }
+                    Some(self.real_buf.clone())
+                }
+                _ => None,
+            };
+            if use_ignore_files && ignored(&self.stack, &self.parents, &host, is_dir) {
+                continue;
+            }
+            let descend = is_dir && self.options.max_depth.is_none_or(|max| depth < max);
+            let mut found = None;
+            if emit {
+                let mtime_ns = if self.options.with_mtime && !is_dir {
+                    std::fs::symlink_metadata(&host)
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                        .and_then(|d| u64::try_from(d.as_nanos()).ok())
+                } else {
+                    None
+                };
+                found = Some(Found {
+                    sub: sub.clone(),
+                    host: host.clone(),
+                    is_dir,
+                    depth,
+                    mtime_ns,
+                });
+            }
+            if descend {
+                match read_children(&host) {
+                    Ok(children) => {
+                        let (ignore, gitignore) = if use_ignore_files {
+                            self.scope.ignore_files(&host, &children, &mut self.errors)
+                        } else {
+                            (Gitignore::empty(), Gitignore::empty())
+                        };
+                        self.stack.push(Dir {
+                            host,
+                            sub,
+                            real_rel,
+                            depth,
+                            children,
+                            next: 0,
+                            ignore,
+                            gitignore,
+                            on_resume: child_on_resume,
+                        });
+                    }
+                    Err(_) => self.errors += 1,
+                }
+            }
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+        Ok(None)
+    }
+}
+
 impl WalkScope {
     fn list(
         &self,
@@ -120,32 +354,17 @@ impl WalkScope {
         page_entries: usize,
     ) -> Result<w::Listing, String> {
         let began = Instant::now();
-        let start = self.resolve(start)?;
-        let extra = build_extra(&options.ignore);
-        let resume: Vec<&str> = options
-            .resume
-            .as_deref()
-            .map(|r| r.split('/').filter(|c| !c.is_empty()).collect())
-            .unwrap_or_default();
-        let mut errors = 0u32;
-        let use_ignore_files = !options.no_ignore_files;
-        // The start's parents inside a preopen, outermost first.
-        let mut parents: Vec<(Gitignore, Gitignore)> = Vec::new();
-        if use_ignore_files {
-            let mut ancestors: Vec<&Path> = start
-                .host
-                .ancestors()
-                .skip(1)
-                .take_while(|a| self.preopens.iter().any(|p| a.starts_with(&p.host)))
-                .collect();
-            ancestors.reverse();
-            for a in ancestors {
-                parents.push((
-                    self.ignore_file(a, ".ignore", &mut errors),
-                    self.ignore_file(a, ".gitignore", &mut errors),
-                ));
-            }
-        }
+        let mut walker = Walker::new(
+            self.clone(),
+            start,
+            WalkOptions {
+                max_depth: options.max_depth,
+                ignore: options.ignore.clone(),
+                no_ignore_files: options.no_ignore_files,
+                with_mtime: options.with_mtime,
+                resume: options.resume.clone(),
+            },
+        )?;
         let mut listing = w::Listing {
             entries: Vec::new(),
             errors: 0,
@@ -153,150 +372,27 @@ impl WalkScope {
             resume: None,
         };
         let mut bytes = 0usize;
-        let mut stack: Vec<Dir> = Vec::new();
-        match read_children(&start.host) {
-            Ok(children) => stack.push(Dir {
-                ignore: Gitignore::empty(),
-                gitignore: Gitignore::empty(),
-                host: start.host.clone(),
-                sub: String::new(),
-                real_rel: start.real_rel.clone(),
-                depth: 0,
-                children,
-                next: 0,
-                on_resume: !resume.is_empty(),
-            }),
-            Err(e) => {
-                return Err(format!(
-                    "{} could not be listed: {e}",
-                    display_rel(&start.lexical_rel)
-                ))
+        while let Some(found) = walker.next(cancel)? {
+            bytes += found.sub.len() + 32;
+            let full = listing.entries.len() + 1 >= page_entries
+                || bytes >= PAGE_BYTES
+                || began.elapsed() >= PAGE_TIME;
+            let sub = found.sub;
+            if full && walker.more() {
+                listing.truncated = true;
+                listing.resume = Some(sub.clone());
             }
-        }
-        if use_ignore_files {
-            if let Some(top) = stack.last_mut() {
-                (top.ignore, top.gitignore) =
-                    self.ignore_files(&start.host, &top.children, &mut errors);
-            }
-        }
-        let mut real_buf = String::new();
-        let mut visited = 0usize;
-        while let Some(top) = stack.last_mut() {
-            let Some((name, kind)) = top.children.get(top.next).cloned() else {
-                stack.pop();
-                continue;
-            };
-            top.next += 1;
-            let top = &*top;
-            let depth = top.depth + 1;
-            visited += 1;
-            if visited.is_multiple_of(1024) && cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
-                return Err("the call was cancelled".to_string());
-            }
-            // Where the entry stands relative to the resume point.
-            let mut emit = true;
-            let mut child_on_resume = false;
-            if top.on_resume {
-                let i = top.depth as usize;
-                match resume.get(i).map(|r| name.as_str().cmp(r)) {
-                    Some(std::cmp::Ordering::Less) => continue,
-                    Some(std::cmp::Ordering::Equal) => {
-                        emit = false;
-                        child_on_resume = i + 1 < resume.len();
-                    }
-                    _ => {}
-                }
-            }
-            let is_dir = kind == Kind::Dir;
-            if let Some(max) = options.max_depth {
-                if depth > max {
-                    continue;
-                }
-            }
-            let host = top.host.join(&name);
-            if is_dir && DEFAULT_IGNORES.contains(&name.as_str()) {
-                continue;
-            }
-            let sub = join_rel(&top.sub, &name);
-            if let Some(set) = &extra {
-                let lexical = join_rel(&start.lexical_rel, &sub);
-                if set.is_match(&name) || set.is_match(&lexical) {
-                    continue;
-                }
-            }
-            let real_rel = match (&self.deny, &top.real_rel) {
-                (Some(deny), Some(parent)) => {
-                    real_buf.clear();
-                    real_buf.push_str(parent);
-                    if !real_buf.is_empty() {
-                        real_buf.push('/');
-                    }
-                    real_buf.push_str(&name);
-                    if deny.denied(&real_buf, parent.len(), Access::Read) {
-                        continue;
-                    }
-                    Some(real_buf.clone())
-                }
-                _ => None,
-            };
-            if use_ignore_files && ignored(&stack, &parents, &host, is_dir) {
-                continue;
-            }
-            if emit {
-                let mtime_ns = if options.with_mtime && !is_dir {
-                    std::fs::symlink_metadata(&host)
-                        .and_then(|m| m.modified())
-                        .ok()
-                        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                        .and_then(|d| u64::try_from(d.as_nanos()).ok())
-                } else {
-                    None
-                };
-                bytes += sub.len() + 32;
-                listing.entries.push(w::Entry {
-                    path: sub.clone(),
-                    is_dir,
-                    depth,
-                    mtime_ns,
-                });
-            }
-            let descend = is_dir && options.max_depth.is_none_or(|max| depth < max);
-            if descend {
-                match read_children(&host) {
-                    Ok(children) => {
-                        let (ignore, gitignore) = if use_ignore_files {
-                            self.ignore_files(&host, &children, &mut errors)
-                        } else {
-                            (Gitignore::empty(), Gitignore::empty())
-                        };
-                        stack.push(Dir {
-                            host,
-                            sub: sub.clone(),
-                            real_rel,
-                            depth,
-                            children,
-                            next: 0,
-                            ignore,
-                            gitignore,
-                            on_resume: child_on_resume,
-                        });
-                    }
-                    Err(_) => errors += 1,
-                }
-            }
-            if emit
-                && (listing.entries.len() >= page_entries
-                    || bytes >= PAGE_BYTES
-                    || began.elapsed() >= PAGE_TIME)
-            {
-                if stack.iter().any(|d| d.next < d.children.len()) {
-                    listing.truncated = true;
-                    listing.resume = Some(sub);
-                }
+            listing.entries.push(w::Entry {
+                path: sub,
+                is_dir: found.is_dir,
+                depth: found.depth,
+                mtime_ns: found.mtime_ns,
+            });
+            if full {
                 break;
             }
         }
-        listing.errors = errors;
+        listing.errors = walker.errors;
         Ok(listing)
     }
 

@@ -1,0 +1,275 @@
+//! Every file below a directory, with its contents, for tools that search them all (`grep`).
+//!
+//! With the `host-read-ahead` feature, inside a component, the host walks the directory (the
+//! rules of [`crate::walk`]) and reads the files on a thread of its own
+//! (`toolgate:search/read-ahead`), ahead of the tool: reading the next files overlaps with
+//! searching the current ones. Files the host did not read (symlinks, files that are not
+//! regular, very large ones) come as [`Contents::NotRead`]: open them yourself, through
+//! `wasi:filesystem`, where the host's filesystem guard decides. Otherwise (and in native
+//! tests) the walk is [`crate::walk::walk`] and every file is `NotRead`.
+
+use crate::walk::{self, Options};
+use crate::Context;
+use std::path::{Path, PathBuf};
+
+/// The interface's generated bindings.
+#[cfg(all(feature = "host-read-ahead", target_arch = "wasm32"))]
+#[doc(hidden)]
+pub mod __wit {
+    wit_bindgen::generate!({
+        path: "../../tools-wit/wit/search/since_v0.1.0",
+        world: "read-ahead-host",
+    });
+}
+
+/// What is known of a file's contents.
+#[derive(Debug)]
+pub enum Contents {
+    /// The whole file.
+    Bytes(Vec<u8>),
+    /// Larger than the `max_file_bytes` asked for: its size.
+    TooLarge(u64),
+    /// Not read: open it yourself.
+    NotRead,
+}
+
+/// One file found.
+#[derive(Debug)]
+pub struct File {
+    /// The path inside the sandbox.
+    pub path: PathBuf,
+    /// The path relative to the workspace root, `/`-separated.
+    pub rel: String,
+    pub contents: Contents,
+}
+
+/// A filter on files: a glob on the file name, or, when it contains `/`, on the path below the
+/// walk's start (`*` does not cross `/`, `**` does). A leading `./` is ignored.
+#[derive(Debug, Clone)]
+pub struct Include {
+    /// The glob as given (the host applies it the same way).
+    glob: String,
+    matcher: globset::GlobMatcher,
+    on_path: bool,
+}
+
+impl Include {
+    /// Compile `glob`, or say why it is not a valid glob.
+    pub fn new(source: &str) -> Result<Self, String> {
+        let on_path = source.contains('/');
+        let glob = source.trim_start_matches("./");
+        let matcher = globset::GlobBuilder::new(glob)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| format!("`include` glob `{glob}` is invalid: {e}"))?
+            .compile_matcher();
+        Ok(Include {
+            glob: source.to_string(),
+            matcher,
+            on_path,
+        })
+    }
+
+    /// The glob as given.
+    pub fn glob(&self) -> &str {
+        &self.glob
+    }
+
+    /// Whether the file at `under` (its path below the walk's start) passes.
+    pub fn matches(&self, under: &str) -> bool {
+        if self.on_path {
+            self.matcher.is_match(under)
+        } else {
+            let name = under.rsplit('/').next().unwrap_or(under);
+            self.matcher.is_match(name)
+        }
+    }
+}
+
+/// Visit every file below the directory `start` (a sandbox path) that passes `include`, in walk
+/// order (names in byte order, depth first), with its contents when the host read them.
+/// `visit` returns false to stop. Returns the number of entries that could not be read
+/// (skipped); a start the host refuses counts as one.
+pub fn files(
+    cx: &Context,
+    start: &Path,
+    include: Option<&Include>,
+    max_file_bytes: u64,
+    visit: impl FnMut(File) -> bool,
+) -> usize {
+    #[cfg(all(feature = "host-read-ahead", target_arch = "wasm32"))]
+    {
+        read_ahead(cx, start, include, max_file_bytes, visit)
+    }
+    #[cfg(not(all(feature = "host-read-ahead", target_arch = "wasm32")))]
+    {
+        let _ = max_file_bytes;
+        walked(cx, start, include, visit)
+    }
+}
+
+/// The files of [`walk::walk`], none of them read.
+#[cfg_attr(
+    all(feature = "host-read-ahead", target_arch = "wasm32"),
+    allow(dead_code)
+)]
+fn walked(
+    cx: &Context,
+    start: &Path,
+    include: Option<&Include>,
+    mut visit: impl FnMut(File) -> bool,
+) -> usize {
+    walk::walk(cx, start, &Options::default(), |entry| {
+        if entry.is_dir {
+            return true;
+        }
+        if let Some(include) = include {
+            let under = entry
+                .path
+                .strip_prefix(start)
+                .map(|p| p.to_string_lossy())
+                .unwrap_or_default();
+            if !include.matches(&under) {
+                return true;
+            }
+        }
+        visit(File {
+            path: entry.path,
+            rel: entry.rel,
+            contents: Contents::NotRead,
+        })
+    })
+}
+
+#[cfg(all(feature = "host-read-ahead", target_arch = "wasm32"))]
+fn read_ahead(
+    cx: &Context,
+    start: &Path,
+    include: Option<&Include>,
+    max_file_bytes: u64,
+    mut visit: impl FnMut(File) -> bool,
+) -> usize {
+    use __wit::toolgate::search::read_ahead as ra;
+    let root = cx.root();
+    let reader = match ra::open(
+        &start.to_string_lossy(),
+        &ra::Options {
+            include_glob: include.map(|i| i.glob().to_string()),
+            max_file_bytes,
+        },
+    ) {
+        Ok(reader) => reader,
+        Err(_) => return 1,
+    };
+    let mut errors = 0usize;
+    // The host applied the deny-list to the real paths; the lexical one is checked here too
+    // (a start reached through a symlink), for each directory once.
+    let mut dirs = DeniedDirs::default();
+    loop {
+        let batch = reader.next();
+        errors += batch.errors as usize;
+        for file in batch.files {
+            let path = start.join(&file.path);
+            let rel = match path.strip_prefix(root) {
+                Ok(r) => r.to_string_lossy().into_owned(),
+                Err(_) => path.to_string_lossy().into_owned(),
+            };
+            if cx.is_denied(&rel) || dirs.denied(cx, &rel) {
+                continue;
+            }
+            // The host filtered by `include` already; the tool decides.
+            if include.is_some_and(|i| !i.matches(&file.path)) {
+                continue;
+            }
+            let contents = match file.contents {
+                ra::Contents::Bytes(b) => Contents::Bytes(b),
+                ra::Contents::TooLarge(n) => Contents::TooLarge(n),
+                ra::Contents::NotRead => Contents::NotRead,
+            };
+            if !visit(File {
+                path,
+                rel,
+                contents,
+            }) {
+                return errors;
+            }
+        }
+        if batch.done {
+            return errors;
+        }
+    }
+}
+
+/// Whether a file's directory (or one above it) is denied, remembered per directory.
+#[derive(Default)]
+#[cfg_attr(
+    not(all(feature = "host-read-ahead", target_arch = "wasm32")),
+    allow(dead_code)
+)]
+struct DeniedDirs {
+    dir: String,
+    denied: bool,
+    known: std::collections::HashMap<String, bool>,
+}
+
+#[cfg_attr(
+    not(all(feature = "host-read-ahead", target_arch = "wasm32")),
+    allow(dead_code)
+)]
+impl DeniedDirs {
+    /// Whether a directory above the workspace-relative file `rel` is denied.
+    fn denied(&mut self, cx: &Context, rel: &str) -> bool {
+        let dir = match rel.rfind('/') {
+            Some(i) => &rel[..i],
+            None => return false,
+        };
+        if dir != self.dir {
+            self.denied = self.dir_denied(cx, dir);
+            self.dir.clear();
+            self.dir.push_str(dir);
+        }
+        self.denied
+    }
+
+    fn dir_denied(&mut self, cx: &Context, dir: &str) -> bool {
+        if let Some(&known) = self.known.get(dir) {
+            return known;
+        }
+        let above = match dir.rfind('/') {
+            Some(i) => self.dir_denied(cx, &dir[..i]),
+            None => false,
+        };
+        let denied = above || cx.is_denied(dir);
+        self.known.insert(dir.to_string(), denied);
+        denied
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn include_matches_names_or_paths() {
+        let by_name = Include::new("*.rs").unwrap();
+        assert!(by_name.matches("src/main.rs"));
+        assert!(by_name.matches("main.rs"));
+        assert!(!by_name.matches("src/main.rs.orig"));
+        let by_path = Include::new("./src/*.rs").unwrap();
+        assert!(by_path.matches("src/main.rs"));
+        assert!(!by_path.matches("src/a/main.rs"));
+        assert!(Include::new("a[").is_err());
+    }
+
+    #[test]
+    fn a_denied_directory_denies_everything_below_it() {
+        let cx = Context::for_tests("/workspace", 1000, &["**/.ssh", "secrets"]);
+        let mut dirs = DeniedDirs::default();
+        assert!(!dirs.denied(&cx, "src/main.rs"));
+        assert!(dirs.denied(&cx, "home/.ssh/keys/id"));
+        assert!(dirs.denied(&cx, "secrets/a/b.txt"));
+        assert!(!dirs.denied(&cx, "top.txt"));
+        assert!(!dirs.denied(&cx, "src/lib.rs"));
+    }
+}
