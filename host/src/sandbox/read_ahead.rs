@@ -405,7 +405,7 @@ mod tests {
             ended_tx.send(()).unwrap();
         });
         let first = rx.recv().unwrap();
-        assert_eq!(first.files.len(), FIRST_BATCH_FILES);
+        assert!(!first.files.is_empty() && first.files.len() <= FIRST_BATCH_FILES);
         assert!(!first.done);
         drop(rx);
         ended
