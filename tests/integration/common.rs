@@ -174,3 +174,21 @@ pub fn stable(o: &Observation) -> Value {
 pub fn exists(p: &Path) -> bool {
     p.symlink_metadata().is_ok()
 }
+
+/// Run the hostile guest's `probe` mode with `ops` (file operations and raw host capability
+/// calls, no guest-side checks); one result per op (`ok`, `detail`, and `entries` when it
+/// listed something).
+pub async fn probe(gate: &Gate, ops: Vec<Value>) -> Vec<Value> {
+    let o = ok(gate, "test-hostile", json!({"mode": "probe", "ops": ops})).await;
+    o.data["results"].as_array().unwrap().clone()
+}
+
+/// The `entries` a probe op listed.
+pub fn entries(r: &Value) -> Vec<String> {
+    r["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("nothing listed: {r}"))
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}

@@ -9,21 +9,11 @@ use serde_json::{json, Value};
 
 /// Ask the host's walk directly from the hostile guest, once per start path.
 async fn walks(gate: &toolgate::Gate, starts: &[&str]) -> Vec<Value> {
-    let ops: Vec<Value> = starts
+    let ops = starts
         .iter()
         .map(|s| json!({"op": "walk", "path": s}))
         .collect();
-    let o = ok(gate, "test-hostile", json!({"mode": "probe", "ops": ops})).await;
-    o.data["results"].as_array().unwrap().clone()
-}
-
-fn listed(r: &Value) -> Vec<String> {
-    r["entries"]
-        .as_array()
-        .unwrap_or_else(|| panic!("not listed: {r}"))
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect()
+    probe(gate, ops).await
 }
 
 fn workspace() -> (Ws, tempfile::TempDir) {
@@ -49,7 +39,7 @@ async fn walk_lists_nothing_denied_and_never_follows_symlinks_out() {
     let gate = ws.gate(false).await;
     let r = walks(&gate, &["/workspace", "/workspace/src"]).await;
     assert_eq!(
-        listed(&r[0]),
+        entries(&r[0]),
         [
             "certs/",
             "docs/",
@@ -60,7 +50,7 @@ async fn walk_lists_nothing_denied_and_never_follows_symlinks_out() {
             "src/lib.rs"
         ]
     );
-    assert_eq!(listed(&r[1]), ["lib.rs"]);
+    assert_eq!(entries(&r[1]), ["lib.rs"]);
     let all = serde_json::to_string(&r).unwrap();
     for hidden in [
         ".env",
@@ -75,8 +65,10 @@ async fn walk_lists_nothing_denied_and_never_follows_symlinks_out() {
     }
 }
 
+/// The walk and the read-ahead (`toolgate:search/read-ahead`, which walks the same way) refuse
+/// the same starts.
 #[tokio::test]
-async fn walk_refuses_starts_outside_the_workspace_or_denied() {
+async fn walk_and_read_ahead_refuse_starts_outside_the_workspace_or_denied() {
     let (ws, outside) = workspace();
     let gate = ws.gate(false).await;
     let outside = outside.path().to_string_lossy().into_owned();
@@ -96,12 +88,18 @@ async fn walk_refuses_starts_outside_the_workspace_or_denied() {
         "/workspace/.env",
         "/workspace/certs/server.pem",
     ];
-    let r = walks(&gate, &starts).await;
-    for (start, result) in starts.iter().zip(&r) {
-        assert_eq!(result["ok"], false, "{start}: {result}");
-        let detail = result["detail"].as_str().unwrap();
-        assert!(detail.contains(start), "{start}: {detail}");
-        assert!(!detail.contains("outside-secret"), "{detail}");
+    for op in ["walk", "read-ahead"] {
+        let ops = starts
+            .iter()
+            .map(|s| json!({"op": op, "path": s}))
+            .collect();
+        let r = probe(&gate, ops).await;
+        for (start, result) in starts.iter().zip(&r) {
+            assert_eq!(result["ok"], false, "{op} {start}: {result}");
+            let detail = result["detail"].as_str().unwrap();
+            assert!(detail.contains(start), "{op} {start}: {detail}");
+            assert!(!detail.contains("outside-secret"), "{detail}");
+        }
     }
     // A denied name is refused the same way whether it exists or not.
     let r = walks(&gate, &["/workspace/.env", "/workspace/missing/.env"]).await;
