@@ -129,10 +129,25 @@ async fn read_only_commands_need_no_prompt_in_ask_mode() {
     let o = sh(&g, "touch b.txt").await;
     assert_eq!(o.status, Status::Denied);
     assert!(o.hint.unwrap_or_default().contains("--grant 'shell:touch'"));
-    // A read-only program on a secret still asks.
+    // A read-only program on a secret or outside the workspace still asks, also when the
+    // path is an option's value.
     ws.write(".env", "SECRET=1");
-    let o = sh(&g, "cat .env").await;
-    assert_eq!(o.status, Status::Denied, "{o:#?}");
+    for command in [
+        "cat .env",
+        "cat /etc/hostname",
+        "diff --from-file=.env a.txt",
+        "grep -f.env a.txt",
+        "grep --file=/etc/passwd a.txt",
+        "sort --files0-from=../x a.txt",
+        "cat -- .env",
+    ] {
+        let o = sh(&g, command).await;
+        assert_eq!(o.status, Status::Denied, "{command}: {o:#?}");
+    }
+    // Options whose values are not paths stay read-only.
+    let o = sh(&g, "grep -n --color=never -A1 hello a.txt").await;
+    assert_eq!(o.status, Status::Ok, "{o:#?}");
+    assert_eq!(o.content, "1:hello\n");
 }
 
 #[tokio::test]

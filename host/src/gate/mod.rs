@@ -711,11 +711,28 @@ impl Gate {
             .find(|(f, _, _)| f == "cwd")
             .map(|(_, _, p)| p.rel.clone())
             .unwrap_or_else(|| ".".into());
-        argv[1..].iter().filter(|a| !a.starts_with('-')).all(|a| {
-            let raw = if a.starts_with('/') {
-                a.clone()
+        argv[1..].iter().all(|a| {
+            // Any argument may name a file the program reads: a plain word, the value of a long
+            // option (`--from-file=.env`) and what follows a short option letter (`-f.env`).
+            // Values that are not paths (`--color=always`, `-n5`) are judged as paths too;
+            // they stay inside, so only a real path outside (or a secret) makes it ask.
+            let path = match a.strip_prefix("--") {
+                Some(long) => match long.split_once('=') {
+                    Some((_, value)) => value,
+                    None => return true,
+                },
+                None => match a.strip_prefix('-') {
+                    Some(short) => match short.char_indices().nth(1) {
+                        Some((i, _)) => &short[i..],
+                        None => return true,
+                    },
+                    None => a.as_str(),
+                },
+            };
+            let raw = if path.starts_with('/') {
+                path.to_string()
             } else {
-                format!("{cwd}/{a}")
+                format!("{cwd}/{path}")
             };
             self.workspace.scope(&raw, scope::Access::Read).is_ok()
         })
