@@ -89,7 +89,8 @@ impl Include {
 /// Visit every file below the directory `start` (a sandbox path) that passes `include`, in walk
 /// order (names in byte order, depth first), with its contents when the host read them.
 /// `visit` returns false to stop. Returns the number of entries that could not be read
-/// (skipped); a start the host refuses counts as one.
+/// (skipped); a start the host refuses counts as one. When the host cannot read ahead, the
+/// files come from [`walk::walk`], all `NotRead`.
 pub fn files(
     cx: &Context,
     start: &Path,
@@ -109,10 +110,6 @@ pub fn files(
 }
 
 /// The files of [`walk::walk`], none of them read.
-#[cfg_attr(
-    all(feature = "host-read-ahead", target_arch = "wasm32"),
-    allow(dead_code)
-)]
 fn walked(
     cx: &Context,
     start: &Path,
@@ -159,7 +156,9 @@ fn read_ahead(
         },
     ) {
         Ok(reader) => reader,
-        Err(_) => return 1,
+        // Refused (a start the walk refuses too, another reader open) or no thread: the same
+        // files through the walk, read by the tool itself.
+        Err(_) => return walked(cx, start, include, visit),
     };
     let mut errors = 0usize;
     // The host applied the deny-list to the real paths; the lexical one is checked here too
