@@ -1,7 +1,8 @@
-//! The host-assisted walk (`toolgate:fs/walk@0.1.0`): the walking tools (`ls`, `glob`, `grep`)
-//! ask the host for the list of entries below a directory instead of walking it through WASI
-//! one `readdir`/`stat`/failed `open` at a time. The tool still opens and reads every file
-//! itself through `wasi:filesystem`, so the filesystem guard sees every byte that is read.
+//! The host-assisted walk (`toolgate:fs/walk@0.1.0`): the walking tools (`ls`, `glob`) ask the
+//! host for the list of entries below a directory instead of walking it through WASI one
+//! `readdir`/`stat`/failed `open` at a time; the tool still opens every file itself through
+//! `wasi:filesystem`, where the filesystem guard applies. The same [`Walker`] drives grep's
+//! read-ahead ([`super::read_ahead`]), which also reads the plain files it finds.
 //!
 //! The host decides what may be listed: only below the call's own preopens (the start path is
 //! resolved the way the guest's libc resolves it, by the longest matching preopen), never via
