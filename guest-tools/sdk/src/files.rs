@@ -161,9 +161,6 @@ fn read_ahead(
         Err(_) => return walked(cx, start, include, visit),
     };
     let mut errors = 0usize;
-    // The host applied the deny-list to the real paths; the lexical one is checked here too
-    // (a start reached through a symlink), for each directory once.
-    let mut dirs = DeniedDirs::default();
     loop {
         let batch = reader.next();
         errors += batch.errors as usize;
@@ -173,9 +170,8 @@ fn read_ahead(
                 Ok(r) => r.to_string_lossy().into_owned(),
                 Err(_) => path.to_string_lossy().into_owned(),
             };
-            if cx.is_denied(&rel) || dirs.denied(cx, &rel) {
-                continue;
-            }
+            // No deny-list check here, as in the host walk (`walk.rs`): the host applied it to
+            // the real paths, which are these.
             // The host filtered by `include` already; the tool decides.
             if include.is_some_and(|i| !i.matches(&file.path)) {
                 continue;
@@ -199,51 +195,6 @@ fn read_ahead(
     }
 }
 
-/// Whether a file's directory (or one above it) is denied, remembered per directory.
-#[derive(Default)]
-#[cfg_attr(
-    not(all(feature = "host-read-ahead", target_arch = "wasm32")),
-    allow(dead_code)
-)]
-struct DeniedDirs {
-    dir: String,
-    denied: bool,
-    known: std::collections::HashMap<String, bool>,
-}
-
-#[cfg_attr(
-    not(all(feature = "host-read-ahead", target_arch = "wasm32")),
-    allow(dead_code)
-)]
-impl DeniedDirs {
-    /// Whether a directory above the workspace-relative file `rel` is denied.
-    fn denied(&mut self, cx: &Context, rel: &str) -> bool {
-        let dir = match rel.rfind('/') {
-            Some(i) => &rel[..i],
-            None => return false,
-        };
-        if dir != self.dir {
-            self.denied = self.dir_denied(cx, dir);
-            self.dir.clear();
-            self.dir.push_str(dir);
-        }
-        self.denied
-    }
-
-    fn dir_denied(&mut self, cx: &Context, dir: &str) -> bool {
-        if let Some(&known) = self.known.get(dir) {
-            return known;
-        }
-        let above = match dir.rfind('/') {
-            Some(i) => self.dir_denied(cx, &dir[..i]),
-            None => false,
-        };
-        let denied = above || cx.is_denied(dir);
-        self.known.insert(dir.to_string(), denied);
-        denied
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -259,16 +210,5 @@ mod tests {
         assert!(by_path.matches("src/main.rs"));
         assert!(!by_path.matches("src/a/main.rs"));
         assert!(Include::new("a[").is_err());
-    }
-
-    #[test]
-    fn a_denied_directory_denies_everything_below_it() {
-        let cx = Context::for_tests("/workspace", 1000, &["**/.ssh", "secrets"]);
-        let mut dirs = DeniedDirs::default();
-        assert!(!dirs.denied(&cx, "src/main.rs"));
-        assert!(dirs.denied(&cx, "home/.ssh/keys/id"));
-        assert!(dirs.denied(&cx, "secrets/a/b.txt"));
-        assert!(!dirs.denied(&cx, "top.txt"));
-        assert!(!dirs.denied(&cx, "src/lib.rs"));
     }
 }
