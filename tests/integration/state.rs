@@ -227,3 +227,33 @@ async fn history_of_a_new_file_starts_absent() {
     assert_eq!(last.sha256, hex::encode(Sha256::digest(b"v1\n")));
     let _: Value = json!(null);
 }
+
+/// Two processes sharing a session (an MCP server and a `toolgate call`, say) see each other's
+/// read records: a newer read and a `session forget` by one reach the other once written.
+#[test]
+fn read_records_are_shared_between_processes_once_written() {
+    use toolgate::state::{FileStamp, StateDb};
+    let ws = Ws::new();
+    ws.write("a.txt", "one\n");
+    let db_path = ws.path("state.db");
+    let server = StateDb::open(&db_path).unwrap();
+    let cli = StateDb::open(&db_path).unwrap();
+    let file = ws.path("a.txt");
+    let (first, _) = FileStamp::of(&file).unwrap();
+    server.record_read("s", &file, &first).unwrap();
+    // This process sees its own record at once.
+    assert_eq!(server.last_read("s", &file).unwrap(), Some(first.clone()));
+    server.flush_audit();
+    assert_eq!(cli.last_read("s", &file).unwrap(), Some(first));
+
+    // The other process reads a newer version: the server sees that one, not its own.
+    ws.write("a.txt", "two\n");
+    let (second, _) = FileStamp::of(&file).unwrap();
+    cli.record_read("s", &file, &second).unwrap();
+    cli.flush_audit();
+    assert_eq!(server.last_read("s", &file).unwrap(), Some(second));
+
+    // `session forget` in the other process is seen by the server.
+    cli.forget_session("s").unwrap();
+    assert_eq!(server.last_read("s", &file).unwrap(), None);
+}

@@ -215,6 +215,7 @@ const BATCH: usize = 512;
 /// when every sender is dropped, after writing what it was sent.
 pub(crate) fn start_writer(
     path: &Path,
+    pending_reads: super::reads::PendingReads,
 ) -> std::io::Result<(mpsc::Sender<AuditMsg>, std::thread::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel::<AuditMsg>();
     let path = path.to_path_buf();
@@ -254,8 +255,12 @@ pub(crate) fn start_writer(
                     }
                 }
                 if !reads.is_empty() {
-                    if let Err(e) = super::reads::write_reads(&mut conn, &reads) {
-                        tracing::error!(error = %e, reads = reads.len(), "read record write failed");
+                    match super::reads::write_reads(&mut conn, &reads) {
+                        Ok(()) => pending_reads.settle(&reads),
+                        // They stay pending: this process keeps seeing them.
+                        Err(e) => {
+                            tracing::error!(error = %e, reads = reads.len(), "read record write failed")
+                        }
                     }
                 }
                 for reply in flushes {

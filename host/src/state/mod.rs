@@ -12,7 +12,6 @@ pub use reads::FileStamp;
 
 use crate::error::{Error, Result};
 use rusqlite::Connection;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Mutex, MutexGuard};
 
@@ -68,9 +67,10 @@ pub struct StateDb {
     /// Audit events go to a writer thread so calls do not wait for SQLite.
     writer: mpsc::Sender<audit::AuditMsg>,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// Read records of this process by (session, path): authoritative while their database
-    /// rows are still on the way through the writer thread.
-    recent_reads: Mutex<HashMap<(String, String), FileStamp>>,
+    /// Read records of this process not yet in the database, by (session, path): the writer
+    /// thread removes each once its row is committed, so the database stays the authority
+    /// (a newer read or a `session forget` by another process is seen at once).
+    pending_reads: reads::PendingReads,
 }
 
 impl Drop for StateDb {
@@ -107,18 +107,16 @@ impl StateDb {
         conn.pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(|e| state_err(path, e))?;
         conn.execute_batch(SCHEMA).map_err(|e| state_err(path, e))?;
-        let (writer, handle) = audit::start_writer(path).map_err(|e| Error::io(path, e))?;
+        let pending_reads = reads::PendingReads::default();
+        let (writer, handle) =
+            audit::start_writer(path, pending_reads.clone()).map_err(|e| Error::io(path, e))?;
         Ok(StateDb {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
             writer,
             writer_thread: Mutex::new(Some(handle)),
-            recent_reads: Mutex::new(HashMap::new()),
+            pending_reads,
         })
-    }
-
-    fn recent_reads(&self) -> MutexGuard<'_, HashMap<(String, String), FileStamp>> {
-        self.recent_reads.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {
@@ -136,7 +134,7 @@ impl StateDb {
     pub fn forget_session(&self, session: &str) -> Result<usize> {
         // Records still on their way to the database would come back after the delete.
         self.flush_audit();
-        self.recent_reads().retain(|(s, _), _| s != session);
+        self.pending_reads.lock().retain(|(s, _), _| s != session);
         let conn = self.conn();
         let n = conn
             .execute("DELETE FROM reads WHERE session = ?1", [session])

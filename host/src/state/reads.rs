@@ -4,7 +4,9 @@
 use super::{now_ms, StateDb};
 use crate::error::{Error, Result};
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A file's identity at one moment: modification time, size and content hash.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,6 +42,28 @@ impl FileStamp {
     /// (a checkout, `touch`) is not a change, which avoids false "changed since read" errors.
     pub fn same_content(&self, other: &FileStamp) -> bool {
         self.size == other.size && self.sha256 == other.sha256
+    }
+}
+
+/// Read records on their way to the database, by (session, path).
+#[derive(Clone, Default)]
+pub(crate) struct PendingReads(Arc<Mutex<HashMap<(String, String), FileStamp>>>);
+
+impl PendingReads {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, HashMap<(String, String), FileStamp>> {
+        // Every update is one insert or remove: a poisoned map is still consistent.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Forget the records of `rows`, now committed, unless a newer read replaced them.
+    pub(crate) fn settle(&self, rows: &[ReadRow]) {
+        let mut pending = self.lock();
+        for r in rows {
+            let key = (r.session.clone(), r.path.clone());
+            if pending.get(&key) == Some(&r.stamp) {
+                pending.remove(&key);
+            }
+        }
     }
 }
 
@@ -84,10 +108,11 @@ impl StateDb {
     ///
     /// The record is kept in memory at once (this process's later checks see it) and written
     /// to the database by the writer thread, so a call does not wait for SQLite; it is on disk
-    /// before the database is closed, and before anything here reads the table.
+    /// before the database is closed, and before `session forget` deletes.
     pub fn record_read(&self, session: &str, path: &Path, stamp: &FileStamp) -> Result<()> {
         let path = path.to_string_lossy().into_owned();
-        self.recent_reads()
+        self.pending_reads
+            .lock()
             .insert((session.to_string(), path.clone()), stamp.clone());
         let row = ReadRow {
             session: session.to_string(),
@@ -100,7 +125,9 @@ impl StateDb {
             Err(std::sync::mpsc::SendError(super::audit::AuditMsg::Read(row))) => {
                 // The writer is gone (it failed to open the database): write here instead.
                 let mut conn = self.conn();
-                write_reads(&mut conn, &[row]).map_err(|e| self.err(e))
+                write_reads(&mut conn, std::slice::from_ref(&row)).map_err(|e| self.err(e))?;
+                self.pending_reads.settle(&[row]);
+                Ok(())
             }
             Err(_) => Ok(()),
         }
@@ -111,12 +138,13 @@ impl StateDb {
         use rusqlite::OptionalExtension;
         let path = path.to_string_lossy();
         if let Some(stamp) = self
-            .recent_reads()
+            .pending_reads
+            .lock()
             .get(&(session.to_string(), path.to_string()))
         {
             return Ok(Some(stamp.clone()));
         }
-        // Another process may have recorded it (separate `toolgate call`s share a session).
+        // Committed records, this process's and those of others sharing the session.
         let conn = self.conn();
         let mut stmt = conn
             .prepare_cached(
