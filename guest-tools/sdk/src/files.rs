@@ -147,7 +147,6 @@ fn read_ahead(
     mut visit: impl FnMut(File) -> bool,
 ) -> usize {
     use __wit::toolgate::search::read_ahead as ra;
-    let root = cx.root();
     let reader = match ra::open(
         &start.to_string_lossy(),
         &ra::Options {
@@ -166,10 +165,7 @@ fn read_ahead(
         errors += batch.errors as usize;
         for file in batch.files {
             let path = start.join(&file.path);
-            let rel = match path.strip_prefix(root) {
-                Ok(r) => r.to_string_lossy().into_owned(),
-                Err(_) => path.to_string_lossy().into_owned(),
-            };
+            let rel = cx.relative(&path);
             // No deny-list check here, as in the host walk (`walk.rs`): the host applied it to
             // the real paths, which are these.
             // The host filtered by `include` already; the tool decides.

@@ -84,7 +84,6 @@ fn host_walk(
     mut visit: impl FnMut(Entry) -> bool,
 ) -> usize {
     use __wit::toolgate::fs::walk as w;
-    let root = cx.root();
     let start_text = start.to_string_lossy();
     let mut errors = 0usize;
     let mut resume: Option<String> = None;
@@ -105,10 +104,7 @@ fn host_walk(
         errors += listing.errors as usize;
         for e in listing.entries {
             let path = start.join(&e.path);
-            let rel = match path.strip_prefix(root) {
-                Ok(r) => r.to_string_lossy().into_owned(),
-                Err(_) => path.to_string_lossy().into_owned(),
-            };
+            let rel = cx.relative(&path);
             // No deny-list check here: the host applied it to the real paths, and they are the
             // paths named here (the host hands built-in tools canonical path arguments, and the
             // walk never follows a symlink). Matching every entry again cost glob ~10 %.
