@@ -11,9 +11,12 @@
 pub mod confine;
 pub mod jobs;
 pub mod lex;
+pub mod option_tables;
+pub mod options;
 pub mod policy;
 pub mod run;
 pub mod spawner;
+pub mod view;
 
 pub use confine::Confinement;
 pub use lex::{lex, Lexed};
@@ -163,6 +166,10 @@ pub struct ExecConfig {
     pub output_budget: usize,
     /// Most processes and threads one command may have at once.
     pub max_processes: u32,
+    /// Host paths mounted read-only into every command's view (`[shell] read`).
+    pub read: Vec<PathBuf>,
+    /// Host paths mounted writable into normal commands' views (`[shell] write`).
+    pub write: Vec<PathBuf>,
 }
 
 /// The exec capability's host state for one gate: workspace, settings, background jobs.
@@ -175,6 +182,8 @@ pub struct ExecHost {
     pub jobs: jobs::JobTable,
     /// Starts commands without forking the (large) host process.
     pub spawner: spawner::Spawner,
+    /// Finds what each command's view must hide or freeze in the workspace.
+    pub finder: Option<view::Finder>,
 }
 
 impl ExecHost {
@@ -185,6 +194,23 @@ impl ExecHost {
             config,
             jobs: jobs::JobTable::default(),
             spawner: spawner::Spawner::default(),
+            finder: None,
+        }
+    }
+
+    /// Hide from commands what `is_secret` (the file tools' deny-list on a workspace-relative
+    /// path) denies.
+    pub fn with_secrets(mut self, is_secret: Box<dyn Fn(&str) -> bool + Send + Sync>) -> Self {
+        self.finder = Some(view::Finder::new(self.workspace.clone(), is_secret));
+        self
+    }
+
+    /// What the next command's view must hide and freeze (the state directory and git
+    /// directories even without a deny-list).
+    pub fn view_plan(&self) -> Result<Arc<view::Plan>, String> {
+        match &self.finder {
+            Some(f) => f.plan(),
+            None => view::Finder::new(self.workspace.clone(), Box::new(|_| false)).plan(),
         }
     }
 

@@ -80,8 +80,9 @@ pub struct Process {
     pgid: i32,
     started: Instant,
     shared: Arc<(Mutex<Progress>, Condvar)>,
-    /// The private temp dir, removed when the process is dropped.
-    _tmp: Option<tempfile::TempDir>,
+    /// The command's private directories (its root, /tmp, $HOME), removed when the process is
+    /// dropped.
+    _dirs: Option<confine::CallDirs>,
     /// The pids cgroup, removed when the process is dropped (after its group was killed).
     _pids: Option<confine::PidsCgroup>,
     /// Which confinement was applied.
@@ -121,6 +122,16 @@ impl Process {
         self.lock().status.is_some()
     }
 
+    /// Kill the process group and everything left in the command's pids cgroup (a process
+    /// that left the group with `setsid` is still in the cgroup, and in the PID namespace that
+    /// dies with its init).
+    fn kill_everything(&self) {
+        kill_group(self.pgid);
+        if let Some(p) = &self._pids {
+            p.kill_all();
+        }
+    }
+
     /// Kill the whole process group (`why`: timed out or killed) and wait for the leader.
     pub fn kill(&self, why: State) {
         {
@@ -129,14 +140,14 @@ impl Process {
                 p.killed = Some(why);
             }
         }
-        kill_group(self.pgid);
+        self.kill_everything();
         self.wait_until(Instant::now() + Duration::from_secs(5));
     }
 
     /// After the leader exits, whatever it left in its group is killed too, and the readers
     /// are given a moment to drain the pipes.
     fn settle(&self) {
-        kill_group(self.pgid);
+        self.kill_everything();
         let deadline = Instant::now() + Duration::from_millis(500);
         let (lock, cv) = &*self.shared;
         let mut p = lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -232,7 +243,7 @@ impl Process {
 impl Drop for Process {
     fn drop(&mut self) {
         if !self.finished() {
-            kill_group(self.pgid);
+            self.kill_everything();
         }
     }
 }
@@ -294,26 +305,40 @@ pub fn lookup(program: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
 /// fork of the large host process), else forked from the host; both apply the same
 /// confinement, chosen here.
 pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, String> {
-    let tmp = tempfile::Builder::new()
-        .prefix("toolgate-shell-")
-        .tempdir()
-        .map_err(|e| format!("creating the private temp dir: {e}"))?;
-    let env = confine::scrubbed_env(&host.config, &host.workspace, tmp.path());
+    let dirs = confine::CallDirs::create()?;
+    let read_only = approved.class == "read-only";
+    let pids = confine::PidsCgroup::create(host.config.max_processes);
+    let mut confinement = confine::available(host.config.network);
+    confinement.pids_limit = pids.as_ref().map(|p| p.limit());
+    confinement.read_only = read_only;
+    if host.config.require_confinement && !confinement.complete() {
+        return Err(format!(
+            "the policy requires confinement and it is not available here ({})",
+            confinement.missing().join(", ")
+        ));
+    }
+    // With a view the command's /tmp is its private one; without, TMPDIR points at it.
+    let tmp_seen = if confinement.view {
+        PathBuf::from("/tmp")
+    } else {
+        dirs.tmp()
+    };
+    let env = confine::scrubbed_env(&host.config, &host.workspace, &tmp_seen);
     let path = env
         .iter()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
-    let dirs = clean_path(&path, &host.workspace);
+    let dirs_on_path = clean_path(&path, &host.workspace);
     let (program, arg0, args) = match &approved.plan {
         Plan::Argv(argv) => {
-            let program = lookup(&argv[0], &dirs).ok_or_else(|| {
+            let program = lookup(&argv[0], &dirs_on_path).ok_or_else(|| {
                 format!("`{}` was not found on PATH (commands run without a shell; a shell builtin or function needs `bash -c`-style syntax)", argv[0])
             })?;
             (program, argv[0].clone(), argv[1..].to_vec())
         }
         Plan::Bash(text) => {
-            let bash = lookup("bash", &dirs).unwrap_or_else(|| PathBuf::from("/bin/bash"));
+            let bash = lookup("bash", &dirs_on_path).unwrap_or_else(|| PathBuf::from("/bin/bash"));
             (
                 bash,
                 "bash".to_string(),
@@ -321,14 +346,36 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Str
             )
         }
     };
-    let pids = confine::PidsCgroup::create(host.config.max_processes);
-    let mut confinement = confine::available(host.config.network);
-    confinement.pids_limit = pids.as_ref().map(|p| p.limit());
-    if host.config.require_confinement && !confinement.complete() {
-        return Err(format!(
-            "the policy requires confinement and it is not available here ({})",
-            confinement.missing().join(", ")
-        ));
+    let view = if confinement.view {
+        let plan = host.view_plan()?;
+        let home = env
+            .iter()
+            .find(|(k, _)| k == "HOME")
+            .map(|(_, v)| PathBuf::from(v));
+        let spec = confine::build_view(
+            &dirs,
+            &confine::ViewInputs {
+                workspace: &host.workspace,
+                cwd: &approved.cwd,
+                read_only,
+                plan: &plan,
+                home: home.as_deref(),
+                path_dirs: &dirs_on_path,
+                extra_read: &host.config.read,
+                extra_write: &host.config.write,
+            },
+        )?;
+        confinement.masks = u32::try_from(
+            spec.secret_files.len() + spec.secret_dirs.len() + spec.masked_files.len(),
+        )
+        .unwrap_or(u32::MAX);
+        Some(spec)
+    } else {
+        None
+    };
+    let mut writable = vec![dirs.tmp()];
+    if !read_only {
+        writable.push(host.workspace.clone());
     }
     let shared: Arc<(Mutex<Progress>, Condvar)> = Arc::new(Default::default());
     {
@@ -343,11 +390,9 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Str
         args,
         env,
         cwd: approved.cwd.clone(),
-        workspace: host.workspace.clone(),
-        tmp: tmp.path().to_path_buf(),
-        landlock: confinement.landlock,
-        netns: confinement.netns,
-        mountns: confinement.mountns,
+        confinement,
+        view,
+        writable,
         cgroup: pids.is_some(),
     };
     let (pid, readers, via_spawner) =
@@ -386,7 +431,7 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Str
         pgid: pid,
         started: Instant::now(),
         shared,
-        _tmp: Some(tmp),
+        _dirs: Some(dirs),
         _pids: pids,
         confinement,
         via_spawner,

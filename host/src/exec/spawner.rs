@@ -28,7 +28,7 @@ use std::path::PathBuf;
 pub const ARG: &str = "__spawner";
 
 /// Bumped whenever [`Request`] or [`Reply`] change.
-const PROTOCOL: u32 = 1;
+const PROTOCOL: u32 = 2;
 
 /// Largest request the host sends; a larger one (a huge command or environment) is forked
 /// from the host instead.
@@ -52,16 +52,12 @@ pub struct Request {
     pub env: Vec<(String, String)>,
     /// The working directory.
     pub cwd: PathBuf,
-    /// The workspace (writable under Landlock; its `.toolgate/` and git hooks read-only).
-    pub workspace: PathBuf,
-    /// The command's private temp dir (writable under Landlock).
-    pub tmp: PathBuf,
-    /// Apply Landlock.
-    pub landlock: bool,
-    /// Enter a fresh network namespace.
-    pub netns: bool,
-    /// Enter a private mount namespace with the protected paths read-only.
-    pub mountns: bool,
+    /// The confinement to apply, exactly as the host chose it.
+    pub confinement: super::confine::Confinement,
+    /// The filesystem view to build (with `confinement.view`).
+    pub view: Option<super::confine::ViewSpec>,
+    /// Without a view: where Landlock lets the command write.
+    pub writable: Vec<PathBuf>,
     /// The third file descriptor is the pids cgroup's `cgroup.procs`.
     pub cgroup: bool,
 }
@@ -93,16 +89,13 @@ impl Request {
         cmd: &mut std::process::Command,
         procs: Option<rustix::fd::OwnedFd>,
     ) -> Result<(), String> {
-        let want = super::confine::Confinement {
-            landlock: self.landlock,
-            netns: self.netns,
-            // Not read by `apply`: only what is applied matters here.
-            network_granted: false,
-            mountns: self.mountns,
-            env_scrubbed: true,
-            pids_limit: None,
-        };
-        super::confine::apply(cmd, &self.workspace, &self.tmp, want, procs)
+        super::confine::apply(
+            cmd,
+            self.confinement,
+            self.view.as_ref(),
+            &self.writable,
+            procs,
+        )
     }
 }
 

@@ -147,20 +147,28 @@ impl Gate {
         let denied_globs = workspace.guest_denied_globs();
         let fs_deny = Arc::new(FsDeny::new(Workspace::new(workspace.root(), &secrets)?));
         let project_grants = ProjectGrants::new(workspace.state_dir().join("grants.toml"));
-        let exec_host = Arc::new(ExecHost::new(
-            workspace.root().to_path_buf(),
-            crate::exec::ExecConfig {
-                network: policy.shell.network,
-                env: policy.shell.env.clone(),
-                require_confinement: policy.require_confinement,
-                banned: policy.shell.banned.clone(),
-                output_budget: limits.max_output_bytes,
-                max_processes: policy
-                    .shell
-                    .max_processes
-                    .unwrap_or(crate::exec::confine::DEFAULT_MAX_PROCESSES),
-            },
-        ));
+        let exec_host = Arc::new(
+            ExecHost::new(
+                workspace.root().to_path_buf(),
+                crate::exec::ExecConfig {
+                    network: policy.shell.network,
+                    env: policy.shell.env.clone(),
+                    require_confinement: policy.require_confinement,
+                    banned: policy.shell.banned.clone(),
+                    output_budget: limits.max_output_bytes,
+                    max_processes: policy
+                        .shell
+                        .max_processes
+                        .unwrap_or(crate::exec::confine::DEFAULT_MAX_PROCESSES),
+                    read: policy.shell.read.clone(),
+                    write: policy.shell.write.clone(),
+                },
+            )
+            .with_secrets({
+                let deny = Workspace::new(workspace.root(), &secrets)?;
+                Box::new(move |rel: &str| deny.is_secret(rel))
+            }),
+        );
         Ok(Gate {
             mode: RwLock::new(options.mode.unwrap_or(policy.mode)),
             workspace,

@@ -144,6 +144,10 @@ pub struct ShellPolicy {
     /// Most processes and threads one command may have at once (a pids cgroup, where the
     /// host can make one; default [`crate::exec::confine::DEFAULT_MAX_PROCESSES`]).
     pub max_processes: Option<u32>,
+    /// Host paths outside the workspace mounted read-only into commands' views.
+    pub read: Vec<std::path::PathBuf>,
+    /// Host paths outside the workspace mounted writable into normal commands' views.
+    pub write: Vec<std::path::PathBuf>,
 }
 
 #[derive(Deserialize)]
@@ -192,6 +196,10 @@ struct ShellFile {
     banned: Vec<String>,
     auto_background_secs: Option<u64>,
     max_processes: Option<u32>,
+    #[serde(default)]
+    read: Vec<std::path::PathBuf>,
+    #[serde(default)]
+    write: Vec<std::path::PathBuf>,
 }
 
 #[derive(Deserialize)]
@@ -408,6 +416,8 @@ impl Policy {
                     banned: s.banned,
                     auto_background_secs: s.auto_background_secs,
                     max_processes: s.max_processes,
+                    read: s.read,
+                    write: s.write,
                 })
                 .unwrap_or_default(),
             network,
