@@ -1,0 +1,1258 @@
+//! What a shell command must not see or change inside the workspace (SPEC §6; issue 12 items 2
+//! and 5): this module *finds* the paths, the mount code masks them.
+//!
+//! [`Finder::plan`] walks the whole workspace (secrets can be anywhere, `node_modules/` and
+//! `target/` included) and returns a [`Plan`]: the deny-listed files and directories to hide,
+//! the git directories to pin as mount points and the entries in them git executes or reads its
+//! configuration from, to freeze read-only.
+//!
+//! # How the walk stays safe
+//! - Every directory is opened relative to its parent's descriptor with
+//!   `O_DIRECTORY | O_NOFOLLOW`, so a directory swapped for a symlink mid-walk fails to open and
+//!   is skipped, never followed, and nothing outside the workspace is ever walked.
+//! - Only `getdents` and `fstatat(AT_SYMLINK_NOFOLLOW)` touch entries: no non-directory is ever
+//!   opened, so FIFOs and devices cannot block the walk.
+//! - Symlinks are never listed, not even one whose name is deny-listed: a bind mount over a
+//!   symlink would land on its *target*. That is fine because the shell sees what the file tools
+//!   see: the file tools deny the symlink's name, and the target is judged by its own path (if the
+//!   target is a deny-listed path inside the workspace it is masked where it is; if it is outside,
+//!   the command's filesystem view does not contain it).
+//! - A deny-listed directory is masked whole and not descended into; `.git` directories are read
+//!   only to find their configuration and the git directories nested in `modules/` and
+//!   `worktrees/` (never `objects/`). `.toolgate/` (the host's state) is left to the mount code.
+//! - The work is bounded: [`MAX_DEPTH`] directories deep, [`MAX_ENTRIES`] entries in all,
+//!   [`MAX_MOUNTS`] masks; past any of them the plan fails closed with a message.
+//! - A directory the host cannot read is hidden whole (listed in [`Plan::secret_dirs`]): what is
+//!   below it is unknown, and a command running as the same user could `chmod` it back and read a
+//!   secret the walk never saw.
+//!
+//! # The cache
+//! A [`Finder`] keeps one node per directory with what its listing yielded, keyed by the
+//! directory's (device, inode, mtime, ctime). Creating, removing or renaming an entry changes its
+//! directory's mtime, so [`Finder::plan`] re-opens and `fstat`s every cached directory (one
+//! `openat` and one `fstat` each) and re-reads only the directories whose key changed. A directory
+//! modified within [`RACY_WINDOW`] of being read is read again next time too, because file system
+//! timestamps are coarse (a file created in the same clock tick leaves the mtime unchanged; git's
+//! "racily clean" problem). When the walk yields the plan it yielded last time, the same
+//! `Arc<Plan>` is returned.
+
+use rustix::fs::{openat, statat, AtFlags, Dir, FileType, Mode, OFlags};
+use rustix::io::Errno;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::ffi::CStr;
+use std::fmt;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Most masks one command may need; past it `plan` fails closed with a message saying how many
+/// were found and what to do (a hostile repository with 100k `.env` files must not exhaust the
+/// kernel's mount table).
+pub const MAX_MOUNTS: usize = 4096;
+/// How many directories deep the walk goes; a deeper tree fails closed.
+pub const MAX_DEPTH: usize = 256;
+/// How many directory entries the walk reads in all; a larger tree fails closed.
+pub const MAX_ENTRIES: usize = 2_000_000;
+/// A directory whose mtime or ctime is this close to the moment it was read is read again on the
+/// next plan: an entry created in the same timestamp granule would not change it.
+pub const RACY_WINDOW: Duration = Duration::from_secs(2);
+
+/// The host's state directory at the workspace root, handled by the mount code.
+const STATE_DIR: &str = crate::gate::scope::STATE_DIR;
+
+/// The entries of a git directory that git executes or reads configuration from, bound
+/// read-only when they exist:
+/// - `config`: `core.hooksPath`, `core.fsmonitor`, `core.sshCommand`, `core.pager`, aliases,
+///   diff/merge/filter drivers, `include.path`: each runs a program or redirects to one;
+/// - `config.worktree`: the same settings, read when `extensions.worktreeConfig` is set;
+/// - `hooks`: programs git runs on commit, checkout, merge, push…;
+/// - `commondir`: redirects git to another directory's `config` and `hooks`.
+///
+/// Not `info/`: `info/attributes` and `info/exclude` have exact working-tree equivalents
+/// (`.gitattributes`, `.gitignore`) the command can write anyway, drivers named there are defined
+/// in the (frozen) config, and `git sparse-checkout` writes `info/sparse-checkout`.
+pub const GIT_READONLY: &[&str] = &["commondir", "config", "config.worktree", "hooks"];
+
+/// Entries of a git directory that are git's own data, never searched for nested git dirs.
+const GIT_DATA: &[&str] = &[
+    "objects",
+    "refs",
+    "logs",
+    "hooks",
+    "info",
+    "branches",
+    "remotes",
+    "rr-cache",
+    "lfs",
+    "reftable",
+    "sequencer",
+    "rebase-merge",
+    "rebase-apply",
+    "modules",
+    "worktrees",
+];
+
+/// What a command's mount namespace must hide or freeze inside the workspace (all paths
+/// workspace-relative, `/`-separated, no leading `./`, never containing `..`, sorted, no
+/// duplicates).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Deny-listed non-directories (regular files, FIFOs, sockets, devices; never symlinks): an
+    /// empty read-only file is bound over each.
+    pub secret_files: Vec<String>,
+    /// Deny-listed directories, and directories the host could not read: an empty read-only
+    /// tmpfs is mounted over each (nothing below them is listed).
+    pub secret_dirs: Vec<String>,
+    /// Every git directory (a directory named `.git` at any depth, every directory under
+    /// `<gitdir>/modules/` that is itself a git dir (has `HEAD`, `config` or `objects`), and
+    /// `<gitdir>/worktrees/*`): each becomes a mount point so it cannot be renamed or removed.
+    pub git_dirs: Vec<String>,
+    /// Inside each git dir, the existing entries of [`GIT_READONLY`] (not symlinks): each is
+    /// bound read-only.
+    pub git_readonly: Vec<String>,
+    /// Every `.git` that is a regular file (a submodule's or linked worktree's `gitdir: …`
+    /// pointer): bound read-only onto itself, so it cannot be pointed at a planted git dir.
+    pub git_files: Vec<String>,
+    /// The directories between the workspace root and each git dir or git file, not themselves
+    /// git dirs (`vendor` for `vendor/lib/.git`, `.git/modules` for `.git/modules/x`): each must
+    /// become a mount point too (a writable bind onto itself). Renaming a directory *above* a
+    /// mount point is allowed and moves the mount along, so without these `mv vendor v2 &&
+    /// mkdir -p vendor/lib/.git` would replace a nested repository with a planted one.
+    pub pinned_dirs: Vec<String>,
+    /// Entries of [`GIT_READONLY`] a bind cannot freeze: absent ones (the command could create
+    /// them; `commondir` is absent in every main repository and would redirect git to a planted
+    /// `config`) and symlinks (a bind would land on the target, the link stays replaceable). Not
+    /// mounts: the mount code decides (create `hooks`/an empty `config` beforehand, check after
+    /// the command that none appeared or changed).
+    pub git_unprotected: Vec<String>,
+}
+
+impl Plan {
+    /// How many mounts the plan needs (`git_unprotected` are not mounts).
+    pub fn mounts(&self) -> usize {
+        self.secret_files.len()
+            + self.secret_dirs.len()
+            + self.git_dirs.len()
+            + self.git_readonly.len()
+            + self.git_files.len()
+            + self.pinned_dirs.len()
+    }
+}
+
+/// What the last [`Finder::plan`] did, for logs and benchmarks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WalkStats {
+    /// Directories opened and `fstat`ed.
+    pub dirs_visited: usize,
+    /// Directories whose entries were read (new, changed or racy ones).
+    pub dirs_read: usize,
+    /// Directory entries the plan accounts for (read now or reused from the cache).
+    pub entries: usize,
+}
+
+/// The bounds of a walk (tests shrink them).
+#[derive(Clone, Copy, Debug)]
+struct Bounds {
+    depth: usize,
+    entries: usize,
+    mounts: usize,
+    racy: Duration,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds {
+            depth: MAX_DEPTH,
+            entries: MAX_ENTRIES,
+            mounts: MAX_MOUNTS,
+            racy: RACY_WINDOW,
+        }
+    }
+}
+
+/// Finds the [`Plan`] for a workspace, cached and refreshed only where a directory changed.
+pub struct Finder {
+    workspace: PathBuf,
+    is_secret: Box<dyn Fn(&str) -> bool + Send + Sync>,
+    bounds: Bounds,
+    cache: Mutex<Cache>,
+}
+
+impl fmt::Debug for Finder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Finder")
+            .field("workspace", &self.workspace)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Default)]
+struct Cache {
+    root: Option<Node>,
+    plan: Option<Arc<Plan>>,
+    stats: WalkStats,
+    /// Paths already warned about (unreadable directories), so the log says it once.
+    warned: HashSet<String>,
+}
+
+/// What identifies one state of a directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct DirKey {
+    dev: u64,
+    ino: u64,
+    mtime: i128,
+    ctime: i128,
+}
+
+/// One cached directory.
+struct Node {
+    key: DirKey,
+    /// Read too close to its last change to trust the key next time.
+    racy: bool,
+    listing: Listing,
+    /// The cached subdirectories, by name.
+    children: HashMap<Vec<u8>, Node>,
+}
+
+/// How a directory is looked at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// The working tree: deny-list matching, `.git` found.
+    Tree,
+    /// A git directory.
+    Git,
+    /// Under `<gitdir>/modules/`: a git dir if it has `HEAD`, `config` or `objects`, else a
+    /// container of them (submodule names may contain `/`).
+    Modules,
+    /// `<gitdir>/worktrees/`: every subdirectory is a git dir.
+    Worktrees,
+}
+
+/// A subdirectory to walk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Child {
+    name: Vec<u8>,
+    rel: String,
+    /// Whether `rel` is the exact path (every component valid UTF-8).
+    exact: bool,
+    role: Role,
+}
+
+/// What one directory's entries yield.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Listing {
+    entries: usize,
+    secret_files: Vec<String>,
+    secret_dirs: Vec<String>,
+    git_dirs: Vec<String>,
+    git_readonly: Vec<String>,
+    git_files: Vec<String>,
+    git_unprotected: Vec<String>,
+    /// Paths that must be masked but cannot be named as a `String` (not valid UTF-8).
+    unnamable: Vec<String>,
+    descend: Vec<Child>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Dir,
+    Link,
+    File,
+    /// FIFOs, sockets, devices.
+    Other,
+}
+
+/// The plan being assembled by one walk.
+#[derive(Default)]
+struct Acc {
+    plan: Plan,
+    unnamable: Vec<String>,
+    stats: WalkStats,
+    unreadable: Vec<String>,
+}
+
+impl Finder {
+    /// `is_secret(rel)` is the file tools' deny-list match on a workspace-relative path.
+    pub fn new(workspace: PathBuf, is_secret: Box<dyn Fn(&str) -> bool + Send + Sync>) -> Finder {
+        Finder::with_bounds(workspace, is_secret, Bounds::default())
+    }
+
+    fn with_bounds(
+        workspace: PathBuf,
+        is_secret: Box<dyn Fn(&str) -> bool + Send + Sync>,
+        bounds: Bounds,
+    ) -> Finder {
+        Finder {
+            workspace,
+            is_secret,
+            bounds,
+            cache: Mutex::new(Cache::default()),
+        }
+    }
+
+    /// The workspace this finder walks.
+    pub fn workspace(&self) -> &std::path::Path {
+        &self.workspace
+    }
+
+    /// What the last [`Finder::plan`] did.
+    pub fn stats(&self) -> WalkStats {
+        self.lock().stats
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
+        // A panic mid-walk leaves every node either old or new, both valid.
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The plan now. Errors are plain-English messages naming the path.
+    pub fn plan(&self) -> Result<Arc<Plan>, String> {
+        let mut cache = self.lock();
+        let root_fd = openat(
+            rustix::fs::CWD,
+            &self.workspace,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| {
+            format!(
+                "cannot open the workspace {} to find what to mask: {e}",
+                self.workspace.display()
+            )
+        })?;
+        let mut dir = Dir::new(root_fd).map_err(|e| {
+            format!(
+                "cannot read the workspace {}: {e}",
+                self.workspace.display()
+            )
+        })?;
+        let mut acc = Acc::default();
+        let mut root = cache.root.take();
+        let walked = self.walk(&mut dir, &mut root, "", true, Role::Tree, 0, &mut acc);
+        cache.root = root;
+        let message = match walked {
+            Ok(()) => None,
+            Err(WalkError::Unreadable) => Some(format!(
+                "cannot read the workspace {} to find what to hide from the shell: permission denied",
+                self.workspace.display()
+            )),
+            Err(WalkError::Io(e, rel)) => Some(format!(
+                "cannot read `{}` in the workspace {} to find what to hide from the shell: {e}",
+                if rel.is_empty() { "." } else { &rel },
+                self.workspace.display()
+            )),
+            Err(WalkError::Bound(message)) => Some(message),
+        };
+        if let Some(message) = message {
+            cache.plan = None;
+            return Err(message);
+        }
+        let Acc {
+            mut plan,
+            unnamable,
+            stats,
+            unreadable,
+        } = acc;
+        cache.stats = stats;
+        for rel in unreadable {
+            if cache.warned.insert(rel.clone()) {
+                tracing::warn!(
+                    path = %rel,
+                    "the shell's view hides this workspace directory whole: the host cannot read it, so what is below it is unknown"
+                );
+            }
+        }
+        if let Some(rel) = unnamable.first() {
+            cache.plan = None;
+            return Err(format!(
+                "cannot hide `{rel}` from the shell: its path is not valid UTF-8 ({} such path(s) in the workspace); rename it",
+                unnamable.len()
+            ));
+        }
+        finish(&mut plan);
+        let mounts = plan.mounts();
+        if mounts > self.bounds.mounts {
+            cache.plan = None;
+            return Err(too_many(&plan, mounts, self.bounds.mounts));
+        }
+        if let Some(old) = &cache.plan {
+            if **old == plan {
+                return Ok(old.clone());
+            }
+        }
+        let plan = Arc::new(plan);
+        cache.plan = Some(plan.clone());
+        Ok(plan)
+    }
+
+    /// Walk the directory open as `dir` (workspace-relative `rel`), reusing `node` when its key
+    /// is unchanged, and add what it and its subdirectories yield to `acc`.
+    #[allow(clippy::too_many_arguments)]
+    fn walk(
+        &self,
+        dir: &mut Dir,
+        node: &mut Option<Node>,
+        rel: &str,
+        exact: bool,
+        role: Role,
+        depth: usize,
+        acc: &mut Acc,
+    ) -> Result<(), WalkError> {
+        let io = |e: Errno| match e {
+            Errno::ACCESS | Errno::PERM => WalkError::Unreadable,
+            e => WalkError::Io(e, rel.to_string()),
+        };
+        acc.stats.dirs_visited += 1;
+        let key = dir_key(&dir.stat().map_err(io)?);
+        let fresh = match node {
+            Some(n) => n.key != key || n.racy,
+            None => true,
+        };
+        if fresh {
+            let read_at = SystemTime::now();
+            let budget = self.bounds.entries.saturating_sub(acc.stats.entries);
+            let listing = match self.read(dir, rel, exact, role, budget) {
+                Ok(listing) => listing,
+                Err(ReadError::Io(e)) => return Err(io(e)),
+                Err(ReadError::TooMany) => return Err(self.too_large(rel)),
+            };
+            acc.stats.dirs_read += 1;
+            let racy = is_racy(&key, read_at, self.bounds.racy);
+            match node {
+                Some(n) => {
+                    n.children
+                        .retain(|name, _| listing.descend.iter().any(|c| &c.name == name));
+                    n.key = key;
+                    n.racy = racy;
+                    n.listing = listing;
+                }
+                None => {
+                    *node = Some(Node {
+                        key,
+                        racy,
+                        listing,
+                        children: HashMap::new(),
+                    });
+                }
+            }
+        }
+        let Some(n) = node else {
+            return Ok(());
+        };
+        acc.stats.entries += n.listing.entries;
+        if acc.stats.entries > self.bounds.entries {
+            return Err(self.too_large(rel));
+        }
+        add(&mut acc.plan, &mut acc.unnamable, &n.listing);
+        if let Some(first) = n.listing.descend.first() {
+            if depth >= self.bounds.depth {
+                return Err(WalkError::Bound(format!(
+                    "`{}` is more than {} directories deep, too deep to find what to hide from the shell; flatten the tree",
+                    first.rel, self.bounds.depth
+                )));
+            }
+        }
+        let fd = dir.fd().map_err(io)?;
+        for child in n.listing.descend.clone() {
+            let mut slot = n.children.remove(&child.name);
+            match open_child(fd, &child.name) {
+                Ok(mut sub) => {
+                    match self.walk(
+                        &mut sub,
+                        &mut slot,
+                        &child.rel,
+                        child.exact,
+                        child.role,
+                        depth + 1,
+                        acc,
+                    ) {
+                        Ok(()) => {}
+                        Err(WalkError::Unreadable) => {
+                            slot = None;
+                            unreadable(acc, &child);
+                        }
+                        Err(e) => return Err(e),
+                    }
+                    if let Some(s) = slot {
+                        n.children.insert(child.name, s);
+                    }
+                }
+                // Gone, or swapped for a symlink or a file since it was listed: not followed.
+                Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => {
+                    tracing::debug!(path = %child.rel, "changed while the shell's view was planned; skipped");
+                }
+                Err(Errno::ACCESS | Errno::PERM) => unreadable(acc, &child),
+                Err(e) => return Err(WalkError::Io(e, child.rel.clone())),
+            }
+        }
+        Ok(())
+    }
+
+    fn too_large(&self, rel: &str) -> WalkError {
+        WalkError::Bound(format!(
+            "the workspace has more than {} files and directories, too many to find what to hide from the shell (stopped in `{}`); remove generated trees from it",
+            self.bounds.entries,
+            if rel.is_empty() { "." } else { rel }
+        ))
+    }
+
+    /// Read a directory's entries and classify them for `role`.
+    fn read(
+        &self,
+        dir: &mut Dir,
+        rel: &str,
+        exact: bool,
+        role: Role,
+        budget: usize,
+    ) -> Result<Listing, ReadError> {
+        let mut entries: Vec<(Vec<u8>, Kind)> = Vec::new();
+        while let Some(entry) = dir.read() {
+            let entry = entry?;
+            let name = entry.file_name();
+            let bytes = name.to_bytes();
+            if bytes == b"." || bytes == b".." {
+                continue;
+            }
+            if entries.len() >= budget {
+                return Err(ReadError::TooMany);
+            }
+            let kind = match kind_of(entry.file_type()) {
+                Some(kind) => kind,
+                None => match stat_kind(dir.fd()?, name) {
+                    Ok(kind) => kind,
+                    Err(Errno::NOENT) => continue,
+                    Err(e) => return Err(e.into()),
+                },
+            };
+            entries.push((bytes.to_vec(), kind));
+        }
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut l = Listing {
+            entries: entries.len(),
+            ..Listing::default()
+        };
+        let join = |name: &[u8]| -> (String, bool) {
+            let (part, ok) = match std::str::from_utf8(name) {
+                Ok(s) => (s.to_string(), true),
+                Err(_) => (String::from_utf8_lossy(name).into_owned(), false),
+            };
+            let rel = if rel.is_empty() {
+                part
+            } else {
+                format!("{rel}/{part}")
+            };
+            (rel, ok && exact)
+        };
+        let push = |list: fn(&mut Listing) -> &mut Vec<String>,
+                    l: &mut Listing,
+                    path: String,
+                    ok: bool| {
+            if ok {
+                list(l).push(path);
+            } else {
+                l.unnamable.push(path);
+            }
+        };
+        // A git dir found under `modules/` may hold others (see below).
+        let nested = role == Role::Modules;
+        let role = match role {
+            Role::Modules if is_git_dir(&entries) => Role::Git,
+            other => other,
+        };
+        match role {
+            Role::Tree => {
+                for (name, kind) in &entries {
+                    if *kind == Kind::Link || (rel.is_empty() && name == STATE_DIR.as_bytes()) {
+                        continue;
+                    }
+                    let (path, ok) = join(name);
+                    let secret = (self.is_secret)(&path);
+                    match (kind, secret) {
+                        (Kind::Dir, true) => push(|l| &mut l.secret_dirs, &mut l, path, ok),
+                        (_, true) => push(|l| &mut l.secret_files, &mut l, path, ok),
+                        (Kind::Dir, false) => {
+                            let role = if name == b".git" {
+                                Role::Git
+                            } else {
+                                Role::Tree
+                            };
+                            l.descend.push(Child {
+                                name: name.clone(),
+                                rel: path,
+                                exact: ok,
+                                role,
+                            });
+                        }
+                        (Kind::File, false) if name == b".git" => {
+                            push(|l| &mut l.git_files, &mut l, path, ok)
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Role::Git => {
+                push(|l| &mut l.git_dirs, &mut l, rel.to_string(), exact);
+                for wanted in GIT_READONLY {
+                    let (path, ok) = join(wanted.as_bytes());
+                    match entries.iter().find(|(n, _)| n == wanted.as_bytes()) {
+                        Some((_, Kind::Link)) | None => {
+                            push(|l| &mut l.git_unprotected, &mut l, path, ok)
+                        }
+                        Some(_) => push(|l| &mut l.git_readonly, &mut l, path, ok),
+                    }
+                }
+                for (name, kind) in &entries {
+                    if *kind != Kind::Dir {
+                        continue;
+                    }
+                    let role = match name.as_slice() {
+                        b"modules" => Role::Modules,
+                        b"worktrees" => Role::Worktrees,
+                        // A submodule named `a` holds the git dir of one named `a/b` (older git).
+                        other if nested && !GIT_DATA.iter().any(|d| d.as_bytes() == other) => {
+                            Role::Modules
+                        }
+                        _ => continue,
+                    };
+                    let (path, ok) = join(name);
+                    l.descend.push(Child {
+                        name: name.clone(),
+                        rel: path,
+                        exact: ok,
+                        role,
+                    });
+                }
+            }
+            Role::Modules | Role::Worktrees => {
+                let role = if role == Role::Worktrees {
+                    Role::Git
+                } else {
+                    Role::Modules
+                };
+                for (name, kind) in &entries {
+                    if *kind != Kind::Dir {
+                        continue;
+                    }
+                    let (path, ok) = join(name);
+                    l.descend.push(Child {
+                        name: name.clone(),
+                        rel: path,
+                        exact: ok,
+                        role,
+                    });
+                }
+            }
+        }
+        Ok(l)
+    }
+}
+
+enum WalkError {
+    /// Permission denied: the caller hides the directory whole.
+    Unreadable,
+    /// Any other failure, with the workspace-relative path.
+    Io(Errno, String),
+    /// A bound of the walk was passed: the whole message.
+    Bound(String),
+}
+
+enum ReadError {
+    Io(Errno),
+    TooMany,
+}
+
+impl From<Errno> for ReadError {
+    fn from(e: Errno) -> Self {
+        ReadError::Io(e)
+    }
+}
+
+/// Hide an unreadable directory whole (see the module docs).
+fn unreadable(acc: &mut Acc, child: &Child) {
+    if child.exact {
+        acc.plan.secret_dirs.push(child.rel.clone());
+    } else {
+        acc.unnamable.push(child.rel.clone());
+    }
+    acc.unreadable.push(child.rel.clone());
+}
+
+fn open_child(parent: BorrowedFd<'_>, name: &[u8]) -> Result<Dir, Errno> {
+    let fd = openat(
+        parent,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    Dir::new(fd)
+}
+
+fn kind_of(t: FileType) -> Option<Kind> {
+    Some(match t {
+        FileType::Directory => Kind::Dir,
+        FileType::Symlink => Kind::Link,
+        FileType::RegularFile => Kind::File,
+        FileType::Unknown => return None,
+        _ => Kind::Other,
+    })
+}
+
+fn stat_kind(dir: BorrowedFd<'_>, name: &CStr) -> Result<Kind, Errno> {
+    let st = statat(dir.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW)?;
+    Ok(kind_of(FileType::from_raw_mode(st.st_mode)).unwrap_or(Kind::Other))
+}
+
+/// Whether a directory under `modules/` is a git dir.
+fn is_git_dir(entries: &[(Vec<u8>, Kind)]) -> bool {
+    entries
+        .iter()
+        .any(|(n, _)| n == b"HEAD" || n == b"config" || n == b"objects")
+}
+
+// The `Stat` field types differ between architectures.
+#[allow(clippy::unnecessary_cast)]
+fn dir_key(st: &rustix::fs::Stat) -> DirKey {
+    DirKey {
+        dev: st.st_dev as u64,
+        ino: st.st_ino as u64,
+        mtime: i128::from(st.st_mtime as i64) * 1_000_000_000 + i128::from(st.st_mtime_nsec as i64),
+        ctime: i128::from(st.st_ctime as i64) * 1_000_000_000 + i128::from(st.st_ctime_nsec as i64),
+    }
+}
+
+/// Whether a change after `read_at` could leave the directory's timestamps as they are.
+fn is_racy(key: &DirKey, read_at: SystemTime, window: Duration) -> bool {
+    let read_at = match read_at.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() as i128,
+        Err(_) => return true,
+    };
+    key.mtime.max(key.ctime) + window.as_nanos() as i128 >= read_at
+}
+
+fn add(plan: &mut Plan, unnamable: &mut Vec<String>, l: &Listing) {
+    plan.secret_files.extend_from_slice(&l.secret_files);
+    plan.secret_dirs.extend_from_slice(&l.secret_dirs);
+    plan.git_dirs.extend_from_slice(&l.git_dirs);
+    plan.git_readonly.extend_from_slice(&l.git_readonly);
+    plan.git_files.extend_from_slice(&l.git_files);
+    plan.git_unprotected.extend_from_slice(&l.git_unprotected);
+    unnamable.extend_from_slice(&l.unnamable);
+}
+
+/// Sort, deduplicate and derive the pinned directories.
+fn finish(plan: &mut Plan) {
+    for list in [
+        &mut plan.secret_files,
+        &mut plan.secret_dirs,
+        &mut plan.git_dirs,
+        &mut plan.git_readonly,
+        &mut plan.git_files,
+        &mut plan.git_unprotected,
+    ] {
+        list.sort();
+        list.dedup();
+    }
+    let git: BTreeSet<&str> = plan.git_dirs.iter().map(String::as_str).collect();
+    let mut pinned = BTreeSet::new();
+    for path in plan.git_dirs.iter().chain(&plan.git_files) {
+        let mut at = path.as_str();
+        while let Some(i) = at.rfind('/') {
+            at = &at[..i];
+            if !git.contains(at) {
+                pinned.insert(at.to_string());
+            }
+        }
+    }
+    plan.pinned_dirs = pinned.into_iter().collect();
+}
+
+/// The fail-closed message past [`MAX_MOUNTS`].
+fn too_many(plan: &Plan, mounts: usize, max: usize) -> String {
+    let mut by_dir: BTreeMap<&str, usize> = BTreeMap::new();
+    for path in plan.secret_files.iter().chain(&plan.secret_dirs) {
+        let parent = path.rfind('/').map_or(".", |i| &path[..i]);
+        *by_dir.entry(parent).or_default() += 1;
+    }
+    let most = by_dir
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(dir, n)| {
+            format!(
+                "; the most are in `{dir}` ({n}): add that directory to `secrets` in .toolgate/policy.toml so one mask hides it whole, or remove the files"
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "the workspace needs {mounts} masks to hide its secrets and freeze its git directories from the shell ({} deny-listed files, {} deny-listed directories, {} git directories, {} git config entries, {} git files, {} pinned directories), more than the {max} one command may have, so the command was not run{most}",
+        plan.secret_files.len(),
+        plan.secret_dirs.len(),
+        plan.git_dirs.len(),
+        plan.git_readonly.len(),
+        plan.git_files.len(),
+        plan.pinned_dirs.len(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use std::fs;
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+
+    /// `.env`, `*.pem`, `.ssh` and `secrets` anywhere, like the default deny-list.
+    fn secret(rel: &str) -> bool {
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        name == ".env" || name.ends_with(".pem") || name == ".ssh" || name == "secrets"
+    }
+
+    fn finder(root: &Path) -> Finder {
+        Finder::new(root.to_path_buf(), Box::new(secret))
+    }
+
+    fn write(root: &Path, rel: &str) {
+        let path = root.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, "x").unwrap();
+    }
+
+    fn mkdir(root: &Path, rel: &str) {
+        fs::create_dir_all(root.join(rel)).unwrap();
+    }
+
+    fn strs(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn secrets_are_found_at_any_depth() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for rel in [
+            ".env",
+            "a/b/c/d/e/.env",
+            "node_modules/pkg/.env",
+            "target/debug/build/x/key.pem",
+            "src/main.rs",
+            "src/lib.env.rs",
+        ] {
+            write(root, rel);
+        }
+        let plan = finder(root).plan().unwrap();
+        assert_eq!(
+            plan.secret_files,
+            strs(&[
+                ".env",
+                "a/b/c/d/e/.env",
+                "node_modules/pkg/.env",
+                "target/debug/build/x/key.pem"
+            ])
+        );
+        assert!(plan.secret_dirs.is_empty());
+        assert!(plan.git_dirs.is_empty());
+    }
+
+    #[test]
+    fn a_secret_directory_is_masked_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "home/.ssh/id_rsa.pem");
+        write(root, "home/.ssh/sub/.env");
+        mkdir(root, "home/.ssh/deeper/.git/hooks");
+        write(root, "secrets/.env");
+        let plan = finder(root).plan().unwrap();
+        assert_eq!(plan.secret_dirs, strs(&["home/.ssh", "secrets"]));
+        assert!(plan.secret_files.is_empty(), "{plan:?}");
+        assert!(plan.git_dirs.is_empty(), "{plan:?}");
+    }
+
+    #[test]
+    fn symlinks_are_neither_listed_nor_followed() {
+        let outside = tempfile::tempdir().unwrap();
+        write(outside.path(), ".env");
+        write(outside.path(), "deep/key.pem");
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "real/.env");
+        write(root, "notes.txt");
+        std::os::unix::fs::symlink("notes.txt", root.join("link.pem")).unwrap();
+        std::os::unix::fs::symlink("real/.env", root.join(".env")).unwrap();
+        std::os::unix::fs::symlink("real", root.join("alias")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("out")).unwrap();
+        std::os::unix::fs::symlink("/", root.join("slash")).unwrap();
+        std::os::unix::fs::symlink("real", root.join("secrets")).unwrap();
+        let f = finder(root);
+        let plan = f.plan().unwrap();
+        // Only the real file, by its own name: not `.env`, `link.pem`, `alias/.env`, `out/…`.
+        assert_eq!(plan.secret_files, strs(&["real/.env"]));
+        assert!(plan.secret_dirs.is_empty());
+        // Two directories walked: the root and `real`, nothing behind a link.
+        assert_eq!(f.stats().dirs_visited, 2);
+    }
+
+    #[test]
+    fn a_directory_swapped_for_a_symlink_is_not_followed() {
+        let outside = tempfile::tempdir().unwrap();
+        write(outside.path(), "x/.env");
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "sub/.env");
+        let f = finder(root);
+        assert_eq!(f.plan().unwrap().secret_files, strs(&["sub/.env"]));
+        // Swap `sub` for a symlink to a tree with the same shape outside.
+        fs::remove_dir_all(root.join("sub")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("x"), root.join("sub")).unwrap();
+        let plan = f.plan().unwrap();
+        assert!(plan.secret_files.is_empty(), "{plan:?}");
+        // A child opened by name with O_NOFOLLOW refuses the link even with a stale listing.
+        let fd = openat(
+            rustix::fs::CWD,
+            root,
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .unwrap();
+        let refused = open_child(fd.as_fd(), b"sub").err();
+        assert!(
+            matches!(refused, Some(Errno::NOTDIR | Errno::LOOP)),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
+    fn fifos_and_sockets_are_listed_and_never_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        mkdir(root, "run/deep");
+        for rel in ["run/deep/.env", "run/plain-fifo"] {
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                root.join(rel).as_path(),
+                FileType::Fifo,
+                Mode::from_raw_mode(0o600),
+                0,
+            )
+            .unwrap();
+        }
+        let _listener = std::os::unix::net::UnixListener::bind(root.join("run/agent.pem")).unwrap();
+        let root = root.to_path_buf();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(finder(&root).plan());
+        });
+        let plan = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the walk hung on a FIFO")
+            .unwrap();
+        assert_eq!(plan.secret_files, strs(&["run/agent.pem", "run/deep/.env"]));
+    }
+
+    #[test]
+    fn git_dirs_submodules_and_worktrees_are_found_with_their_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for rel in [
+            ".git/HEAD",
+            ".git/config",
+            ".git/description",
+            ".git/info/exclude",
+            // Never walked: a secret-looking name under objects/ is not listed.
+            ".git/objects/ab/.env",
+            ".git/modules/sub/HEAD",
+            ".git/modules/sub/config",
+            ".git/modules/sub/objects/cd/.env",
+            // A submodule named `a/b`: `a` is only a container.
+            ".git/modules/a/b/HEAD",
+            // A submodule named `sub/inner`, inside `sub`'s git dir (older git).
+            ".git/modules/sub/inner/config",
+            // A nested submodule of `sub`.
+            ".git/modules/sub/modules/n/HEAD",
+            ".git/worktrees/wt/HEAD",
+            ".git/worktrees/wt/commondir",
+            ".git/worktrees/wt/gitdir",
+            "sub/.git",
+            "vendor/lib/.git/config",
+            "vendor/lib/.git/HEAD",
+            "vendor/lib/src/x.rs",
+        ] {
+            write(root, rel);
+        }
+        for rel in [
+            ".git/hooks",
+            ".git/modules/sub/hooks",
+            ".git/worktrees/wt/hooks",
+        ] {
+            mkdir(root, rel);
+        }
+        std::os::unix::fs::symlink("../../githooks", root.join("vendor/lib/.git/hooks")).unwrap();
+        let plan = finder(root).plan().unwrap();
+        assert_eq!(
+            plan.git_dirs,
+            strs(&[
+                ".git",
+                ".git/modules/a/b",
+                ".git/modules/sub",
+                ".git/modules/sub/inner",
+                ".git/modules/sub/modules/n",
+                ".git/worktrees/wt",
+                "vendor/lib/.git",
+            ])
+        );
+        assert_eq!(
+            plan.git_readonly,
+            strs(&[
+                ".git/config",
+                ".git/hooks",
+                ".git/modules/sub/config",
+                ".git/modules/sub/hooks",
+                ".git/modules/sub/inner/config",
+                ".git/worktrees/wt/commondir",
+                ".git/worktrees/wt/hooks",
+                "vendor/lib/.git/config",
+            ])
+        );
+        assert_eq!(plan.git_files, strs(&["sub/.git"]));
+        assert_eq!(
+            plan.pinned_dirs,
+            strs(&[
+                ".git/modules",
+                ".git/modules/a",
+                ".git/modules/sub/modules",
+                ".git/worktrees",
+                "sub",
+                "vendor",
+                "vendor/lib",
+            ])
+        );
+        assert!(plan.git_unprotected.contains(&".git/commondir".to_string()));
+        assert!(plan
+            .git_unprotected
+            .contains(&"vendor/lib/.git/hooks".to_string()));
+        assert!(!plan
+            .git_unprotected
+            .contains(&".git/worktrees/wt/commondir".to_string()));
+        assert!(plan.secret_files.is_empty(), "{plan:?}");
+    }
+
+    #[test]
+    fn the_state_dir_is_left_to_the_mount_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, ".toolgate/outputs/.env");
+        write(root, ".toolgate/key.pem");
+        write(root, "sub/.toolgate/.env");
+        let f = Finder::new(root.to_path_buf(), Box::new(|_: &str| false));
+        assert_eq!(f.plan().unwrap().mounts(), 0);
+        assert_eq!(
+            finder(root).plan().unwrap().secret_files,
+            strs(&["sub/.toolgate/.env"])
+        );
+    }
+
+    #[test]
+    fn a_new_secret_deep_in_the_tree_shows_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "a/b/c/file.txt");
+        let f = finder(root);
+        let first = f.plan().unwrap();
+        assert!(first.secret_files.is_empty());
+        // Immediately, in the same timestamp granule if the clock is coarse.
+        write(root, "a/b/c/.env");
+        let second = f.plan().unwrap();
+        assert_eq!(second.secret_files, strs(&["a/b/c/.env"]));
+        fs::remove_file(root.join("a/b/c/.env")).unwrap();
+        fs::create_dir(root.join("a/b/c/.env")).unwrap();
+        let third = f.plan().unwrap();
+        assert!(third.secret_files.is_empty());
+        assert_eq!(third.secret_dirs, strs(&["a/b/c/.env"]));
+    }
+
+    #[test]
+    fn an_unchanged_tree_returns_the_same_plan() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "x/.env");
+        write(root, ".git/config");
+        let f = finder(root);
+        let a = f.plan().unwrap();
+        let b = f.plan().unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        // A change that does not change the plan keeps it too.
+        write(root, "x/other.txt");
+        let c = f.plan().unwrap();
+        assert!(Arc::ptr_eq(&a, &c));
+    }
+
+    #[test]
+    fn only_changed_directories_are_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for i in 0..10 {
+            write(root, &format!("d{i}/sub/file.txt"));
+        }
+        // No racy window: trust the keys (the sleeps move past a coarse clock's granule).
+        let bounds = Bounds {
+            racy: Duration::ZERO,
+            ..Bounds::default()
+        };
+        let f = Finder::with_bounds(root.to_path_buf(), Box::new(secret), bounds);
+        std::thread::sleep(Duration::from_millis(30));
+        let first = f.plan().unwrap();
+        assert_eq!(f.stats().dirs_read, 21);
+        let again = f.plan().unwrap();
+        assert_eq!(f.stats().dirs_read, 0);
+        assert_eq!(f.stats().dirs_visited, 21);
+        assert!(Arc::ptr_eq(&first, &again));
+        std::thread::sleep(Duration::from_millis(30));
+        write(root, "d7/sub/.env");
+        let changed = f.plan().unwrap();
+        assert_eq!(f.stats().dirs_read, 1);
+        assert_eq!(changed.secret_files, strs(&["d7/sub/.env"]));
+    }
+
+    #[test]
+    fn past_max_mounts_it_fails_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        mkdir(root, "many");
+        for i in 0..=MAX_MOUNTS {
+            fs::write(root.join(format!("many/{i}.pem")), "").unwrap();
+        }
+        let err = finder(root).plan().unwrap_err();
+        assert!(err.contains(&format!("{} masks", MAX_MOUNTS + 1)), "{err}");
+        assert!(err.contains(&MAX_MOUNTS.to_string()), "{err}");
+        assert!(err.contains("`many`"), "{err}");
+        // Masking the directory whole is the way out.
+        let whole = Finder::new(
+            root.to_path_buf(),
+            Box::new(|rel: &str| rel == "many" || secret(rel)),
+        );
+        assert_eq!(whole.plan().unwrap().secret_dirs, strs(&["many"]));
+    }
+
+    #[test]
+    fn the_walk_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        mkdir(root, &vec!["d"; 20].join("/"));
+        for i in 0..50 {
+            write(root, &format!("f/{i}"));
+        }
+        let bounded = |depth, entries| {
+            let bounds = Bounds {
+                depth,
+                entries,
+                ..Bounds::default()
+            };
+            Finder::with_bounds(root.to_path_buf(), Box::new(secret), bounds).plan()
+        };
+        let err = bounded(10, MAX_ENTRIES).unwrap_err();
+        assert!(err.contains("more than 10 directories deep"), "{err}");
+        let err = bounded(MAX_DEPTH, 40).unwrap_err();
+        assert!(err.contains("more than 40 files"), "{err}");
+        assert!(bounded(20, 100).is_ok());
+    }
+
+    #[test]
+    fn a_secret_with_a_name_that_is_not_utf8_fails_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let name = std::ffi::OsStr::from_bytes(b"k\xff.pem");
+        mkdir(root, "d");
+        fs::write(root.join("d").join(name), "").unwrap();
+        let err = finder(root).plan().unwrap_err();
+        assert!(err.contains("not valid UTF-8"), "{err}");
+        // A non-UTF-8 name with nothing to hide is fine.
+        fs::remove_file(root.join("d").join(name)).unwrap();
+        fs::write(
+            root.join("d").join(std::ffi::OsStr::from_bytes(b"\xff")),
+            "",
+        )
+        .unwrap();
+        assert!(finder(root).plan().is_ok());
+    }
+
+    #[test]
+    fn an_unreadable_directory_is_hidden_whole() {
+        use std::os::unix::fs::PermissionsExt;
+        if rustix::process::geteuid().is_root() {
+            // Root reads everything; nothing to test.
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "locked/.env");
+        fs::set_permissions(root.join("locked"), fs::Permissions::from_mode(0o000)).unwrap();
+        let plan = finder(root).plan();
+        fs::set_permissions(root.join("locked"), fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(plan.unwrap().secret_dirs, strs(&["locked"]));
+    }
+
+    /// `cargo test -p toolgate --lib exec::view::tests::bench -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn bench_plan_cold_and_warm() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        // 500 directories (25 top-level x 20), 20 files each: 10,000 files; 20 secrets.
+        for t in 0..25 {
+            for s in 0..20 {
+                let d = root.join(format!("pkg{t}/mod{s}"));
+                fs::create_dir_all(&d).unwrap();
+                for f in 0..20 {
+                    let name = if (t * 20 + s) % 25 == 0 && f == 0 {
+                        ".env".to_string()
+                    } else {
+                        format!("file{f}.rs")
+                    };
+                    fs::write(d.join(name), "x").unwrap();
+                }
+            }
+        }
+        write(root, ".git/config");
+        write(root, ".git/HEAD");
+        mkdir(root, ".git/hooks");
+        let time = |f: &Finder| {
+            let t = std::time::Instant::now();
+            let plan = f.plan().unwrap();
+            (t.elapsed(), plan)
+        };
+        let median = |mut v: Vec<Duration>| {
+            v.sort();
+            v[v.len() / 2]
+        };
+        let mut cold = Vec::new();
+        for _ in 0..20 {
+            let (t, plan) = time(&finder(root));
+            assert_eq!(plan.secret_files.len(), 20);
+            cold.push(t);
+        }
+        let f = finder(root);
+        let (first, _) = time(&f);
+        // Fresh directories are racy for RACY_WINDOW: read again, same plan.
+        let racy = median((0..50).map(|_| time(&f).0).collect());
+        let racy_reads = f.stats().dirs_read;
+        std::thread::sleep(RACY_WINDOW + Duration::from_millis(200));
+        let _ = time(&f);
+        let warm = median((0..200).map(|_| time(&f).0).collect());
+        let stats = f.stats();
+        write(root, "pkg3/mod4/.env");
+        let (changed, plan) = time(&f);
+        assert_eq!(plan.secret_files.len(), 21);
+        println!(
+            "view::Finder::plan, 10,000 files in {} dirs, 20 secrets: cold p50 {:.2?} (first {:.2?}), warm but racy p50 {:.2?} ({racy_reads} dirs re-read), warm p50 {:.2?} ({} dirs visited, {} read), one new .env {:.2?}",
+            stats.dirs_visited,
+            median(cold),
+            first,
+            racy,
+            warm,
+            stats.dirs_visited,
+            stats.dirs_read,
+            changed,
+        );
+    }
+}
