@@ -15,6 +15,8 @@ mod mcp;
 mod plugins;
 mod read_ahead;
 mod shell;
+mod shell_classifier;
+mod shell_kernel;
 mod state;
 mod tools_edit;
 mod tools_read;

@@ -1,0 +1,457 @@
+//! The shell's boundary is the kernel's (issue: "read-only means nothing can be written,
+//! secrets are not there, and a confined root has no power"). Every test is an attack run
+//! through the real gate, the real spawner and the real confinement: what the command's text
+//! says never matters here, only what the kernel lets the process do.
+
+use crate::common::{cache_dir, Ws, SESSION};
+use serde_json::json;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use toolgate::exec::{confine, ApprovedCommand, ExecConfig, ExecHost, Plan};
+use toolgate::{Gate, GateOptions, Observation, Status};
+
+async fn gate(ws: &Ws, policy: &str, grants: &[&str]) -> Gate {
+    ws.write(".toolgate/policy.toml", policy);
+    Gate::open(GateOptions {
+        workspace: ws.root(),
+        cache_dir: Some(cache_dir()),
+        grants: grants.iter().map(|g| g.to_string()).collect(),
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+}
+
+async fn sh(gate: &Gate, command: &str) -> Observation {
+    gate.call(SESSION, "shell", json!({ "command": command }))
+        .await
+}
+
+/// stdout and stderr together, as the model reads them.
+fn text(o: &Observation) -> String {
+    o.content.clone()
+}
+
+const ASK: &str = "mode = \"ask\"\n";
+
+/// Every layer this machine kind offers is applied and reported.
+#[tokio::test]
+async fn the_observation_reports_every_layer_and_require_confinement_runs() {
+    let ws = Ws::new();
+    let g = gate(
+        &ws,
+        "mode = \"ask\"\n[shell]\nrequire_confinement = true\n",
+        &["shell"],
+    )
+    .await;
+    let o = sh(&g, "true").await;
+    assert_eq!(o.status, Status::Ok, "{o:#?}");
+    let c = &o.data["confinement"];
+    for layer in [
+        "landlock",
+        "scopes",
+        "netns",
+        "mountns",
+        "view",
+        "pidns",
+        "caps_dropped",
+        "seccomp",
+        "env_scrubbed",
+    ] {
+        assert_eq!(c[layer], json!(true), "{layer} missing: {c}");
+    }
+    assert!(c["landlock_abi"].as_u64().unwrap() >= 6, "{c}");
+}
+
+/// `cat .env` under a grant for `cat`, a read-only `grep -r`, and a granted `grep -ra` over
+/// the host's own database: the secrets and the state are not in the command's view.
+#[tokio::test]
+async fn secrets_and_host_state_are_absent_from_the_shell() {
+    let ws = Ws::new();
+    ws.write(".env", "AWS_SECRET=AKIAEXAMPLEEXAMPLE\n")
+        .write("config/.env.local", "TOKEN=ghp_localsecretlocalsecret\n")
+        .write("deploy/server.pem", "-----BEGIN PRIVATE KEY----- pemsecret\n")
+        .write("home/.aws/credentials", "aws_secret_access_key=awsdirsecret\n")
+        .write("home/.ssh/id_ed25519", "sshkeysecret\n")
+        .write("src/main.rs", "fn main() {} // AWS mention\n");
+    let g = gate(&ws, ASK, &["shell:cat", "shell:grep"]).await;
+    // Leave a secret-looking value in the host's state (the audit of a write call).
+    let o = g
+        .call(
+            SESSION,
+            "write",
+            json!({"path": "notes.txt", "content": "ghp_inthestatedbinthestatedb"}),
+        )
+        .await;
+    let _ = o;
+    let o = sh(&g, "cat .env").await;
+    assert!(!text(&o).contains("AKIA"), "{o:#?}");
+    for cmd in [
+        "grep -r AWS .",
+        "grep -ra ghp_ .",
+        "grep -ra secret .",
+        "cat config/.env.local deploy/server.pem home/.aws/credentials home/.ssh/id_ed25519",
+        "cat .toolgate/state.db",
+    ] {
+        let o = sh(&g, cmd).await;
+        let out = text(&o);
+        for secret in [
+            "AKIA",
+            "ghp_local",
+            "pemsecret",
+            "awsdirsecret",
+            "sshkeysecret",
+            "ghp_inthestatedb",
+        ] {
+            assert!(!out.contains(secret), "`{cmd}` printed {secret}: {o:#?}");
+        }
+    }
+    // The ordinary file is still there, and the masks are counted.
+    let o = sh(&g, "grep -r AWS .").await;
+    assert!(text(&o).contains("src/main.rs"), "{o:#?}");
+    assert!(o.data["confinement"]["masks"].as_u64().unwrap() >= 4, "{o:#?}");
+    // A secret created by one command is hidden from the next (the plan is refreshed).
+    let g2 = gate(&ws, ASK, &["shell"]).await;
+    let o = sh(&g2, "mkdir -p deep/er && echo LATE_SECRET_VALUE > deep/er/.env").await;
+    assert_eq!(o.status, Status::Ok, "{o:#?}");
+    let o = sh(&g2, "cat deep/er/.env; cat deep/er/.env | wc -c").await;
+    assert!(!text(&o).contains("LATE_SECRET_VALUE"), "{o:#?}");
+    // Writing to a masked secret fails and leaves it unchanged.
+    let o = sh(&g2, "echo overwritten > .env; echo x > home/.aws/new").await;
+    assert_eq!(ws.read(".env"), "AWS_SECRET=AKIAEXAMPLEEXAMPLE\n", "{o:#?}");
+    assert!(!ws.path("home/.aws/new").exists());
+    // The saved outputs stay readable, read-only; the rest of `.toolgate/` is not there.
+    ws.write(".toolgate/outputs/call-x.txt", "saved output\n");
+    let o = sh(&g2, "cat .toolgate/outputs/call-x.txt; ls -a .toolgate; echo y > .toolgate/outputs/call-x.txt; echo z > .toolgate/grants.toml").await;
+    let out = text(&o);
+    assert!(out.contains("saved output"), "{o:#?}");
+    assert!(!out.contains("state.db"), "{o:#?}");
+    assert_eq!(ws.read(".toolgate/outputs/call-x.txt"), "saved output\n");
+    assert!(!ws.path(".toolgate/grants.toml").exists());
+}
+
+/// `CapEff: 000001fffeffffff` was the finding: now every set is empty.
+#[tokio::test]
+async fn confined_root_has_no_capabilities() {
+    let ws = Ws::new();
+    let g = gate(&ws, ASK, &["shell:grep"]).await;
+    let o = sh(&g, "grep ^Cap /proc/self/status").await;
+    let out = text(&o);
+    for set in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        assert!(
+            out.contains(&format!("{set}:\t0000000000000000")),
+            "{set} not empty: {out}"
+        );
+    }
+    // No setuid way back either.
+    let o = sh(&g, "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status").await;
+    assert!(text(&o).contains("NoNewPrivs:\t1"), "{o:#?}");
+    assert!(text(&o).contains("Seccomp:\t2"), "{o:#?}");
+}
+
+/// `mknod` made a character device in the workspace whose writes reached the kernel log.
+#[tokio::test]
+async fn a_device_node_cannot_be_made() {
+    let ws = Ws::new();
+    let g = gate(&ws, ASK, &["shell"]).await;
+    let o = sh(&g, "mknod kmsg c 1 11; mknod null2 c 1 3; mknod blk b 7 0; mkfifo fifo && echo fifo-ok").await;
+    assert!(!ws.path("kmsg").exists(), "{o:#?}");
+    assert!(!ws.path("null2").exists(), "{o:#?}");
+    assert!(!ws.path("blk").exists(), "{o:#?}");
+    // A FIFO is not a device: that still works.
+    assert!(text(&o).contains("fifo-ok"), "{o:#?}");
+}
+
+/// `os.kill(PID, 9)` from Python killed a host process.
+#[tokio::test]
+async fn a_host_process_cannot_be_signalled() {
+    let mut victim = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let pid = victim.id();
+    let ws = Ws::new();
+    let g = gate(&ws, ASK, &["shell"]).await;
+    ws.write(
+        "kill.py",
+        format!(
+            "import os\nfor sig in (9, 15):\n    try:\n        os.kill({pid}, sig); print('SENT', sig)\n    except OSError as e:\n        print('refused', e.errno)\n"
+        ),
+    );
+    let o = sh(&g, "python3 kill.py; ls /proc | grep -c '^[0-9]'").await;
+    assert!(!text(&o).contains("SENT"), "{o:#?}");
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        victim.try_wait().unwrap().is_none(),
+        "the host's `sleep` was killed from inside: {o:#?}"
+    );
+    // Only the command's own namespace is visible (init, bash, grep, ls at most).
+    let visible: u32 = text(&o)
+        .lines()
+        .find_map(|l| l.trim().parse().ok())
+        .unwrap_or(999);
+    assert!(visible <= 6, "the command sees {visible} processes: {o:#?}");
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+}
+
+/// A double-forked `setsid` process outlived its one-shot call.
+#[tokio::test]
+async fn a_double_forked_setsid_child_does_not_outlive_the_call() {
+    let ws = Ws::new();
+    let g = gate(&ws, ASK, &["shell"]).await;
+    let o = sh(
+        &g,
+        "( setsid sh -c 'while true; do date +%s%N > alive; sleep 0.05; done' & ) ; sleep 0.3; echo started",
+    )
+    .await;
+    assert!(text(&o).contains("started"), "{o:#?}");
+    assert!(ws.path("alive").exists(), "the child never ran: {o:#?}");
+    std::thread::sleep(Duration::from_millis(300));
+    let first = ws.read("alive");
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(ws.read("alive"), first, "the setsid child is still running");
+}
+
+/// A unix socket on the host filesystem (think ssh-agent, docker.sock), an abstract one, and
+/// the host's /tmp are not reachable.
+#[tokio::test]
+async fn host_unix_sockets_and_tmp_are_unreachable() {
+    let outside = tempfile::tempdir().unwrap();
+    let path = outside.path().join("agent.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let abstract_name = format!("toolgate-test-{}", std::process::id());
+    let abstract_listener = {
+        use std::os::linux::net::SocketAddrExt;
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(&abstract_name).unwrap();
+        std::os::unix::net::UnixListener::bind_addr(&addr).unwrap()
+    };
+    abstract_listener.set_nonblocking(true).unwrap();
+    std::fs::write(outside.path().join("host-file"), "host tmp file\n").unwrap();
+    let ws = Ws::new();
+    let g = gate(&ws, ASK, &["shell"]).await;
+    let script = format!(
+        "import socket\nfor a in [{path:?}, '\\0{abstract_name}']:\n    s = socket.socket(socket.AF_UNIX)\n    try:\n        s.connect(a); print('CONNECTED', repr(a))\n    except OSError as e:\n        print('refused', e.errno)\n",
+        path = path.display().to_string()
+    );
+    ws.write("probe.py", script);
+    let o = sh(
+        &g,
+        &format!(
+            "python3 probe.py; cat {}; ls /run /var/run 2>&1 | head -3",
+            outside.path().join("host-file").display()
+        ),
+    )
+    .await;
+    let out = text(&o);
+    assert!(!out.contains("CONNECTED"), "{o:#?}");
+    assert!(!out.contains("host tmp file"), "{o:#?}");
+    assert!(listener.accept().is_err(), "the host socket saw a connection");
+    assert!(
+        abstract_listener.accept().is_err(),
+        "the abstract socket saw a connection"
+    );
+}
+
+/// `mv .git .git-old && mkdir .git && cp -a …` planted a hook that then ran outside any
+/// sandbox at the next `git commit`; a submodule's config was writable.
+#[tokio::test]
+async fn git_internals_cannot_be_subverted_from_inside() {
+    let ws = Ws::new();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(ws.root())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["config", "user.email", "t@example.com"]);
+    git(&["config", "user.name", "t"]);
+    ws.write("a.txt", "a\n");
+    // A submodule's git dir and a nested repository.
+    ws.write(".git/modules/sub/config", "[core]\n\tbare = false\n")
+        .write(".git/modules/sub/HEAD", "ref: refs/heads/main\n")
+        .mkdir(".git/modules/sub/hooks")
+        .mkdir(".git/modules/sub/objects")
+        .mkdir(".git/modules/sub/refs");
+    std::process::Command::new("git")
+        .args(["init", "-q", "vendor/nested"])
+        .current_dir(ws.root())
+        .output()
+        .unwrap();
+    let config_before = ws.read(".git/config");
+    let nested_before = ws.read("vendor/nested/.git/config");
+    let g = gate(&ws, ASK, &["shell"]).await;
+    let o = sh(
+        &g,
+        "mv .git .git-old; rm -rf .git; mkdir -p .git/hooks; echo 'touch PWNED' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; \
+         echo '[core] fsmonitor = touch PWNED' >> .git/config; \
+         echo '[core] fsmonitor = touch PWNED' >> .git/modules/sub/config; echo x > .git/modules/sub/hooks/post-checkout; \
+         echo '[core] fsmonitor = touch PWNED' >> vendor/nested/.git/config; echo x > vendor/nested/.git/hooks/pre-commit; \
+         mv vendor/nested/.git vendor/nested/.git-old; true",
+    )
+    .await;
+    assert!(ws.path(".git/HEAD").exists(), "{o:#?}");
+    assert!(!ws.path(".git-old").exists(), "{o:#?}");
+    assert!(!ws.path(".git/hooks/pre-commit").exists(), "{o:#?}");
+    assert_eq!(ws.read(".git/config"), config_before, "{o:#?}");
+    assert_eq!(
+        ws.read(".git/modules/sub/config"),
+        "[core]\n\tbare = false\n"
+    );
+    assert!(!ws.path(".git/modules/sub/hooks/post-checkout").exists());
+    assert_eq!(ws.read("vendor/nested/.git/config"), nested_before);
+    assert!(!ws.path("vendor/nested/.git/hooks/pre-commit").exists());
+    assert!(!ws.path("vendor/nested/.git-old").exists());
+    // Ordinary git work still works confined.
+    let o = sh(
+        &g,
+        "git add a.txt && git commit -qm first && git checkout -qb topic && git status --short && echo git-ok",
+    )
+    .await;
+    assert!(text(&o).contains("git-ok"), "{o:#?}");
+    assert!(!ws.path("PWNED").exists());
+}
+
+/// Setting the clock is refused by the filter itself. Only an invalid time is ever passed:
+/// without the filter the kernel would answer "invalid argument" and set nothing.
+#[tokio::test]
+async fn the_clock_cannot_be_set() {
+    let ws = Ws::new();
+    let g = gate(&ws, ASK, &["shell"]).await;
+    ws.write(
+        "clock.py",
+        "import time, errno\ntry:\n    time.clock_settime(time.CLOCK_REALTIME, -1.0)\n    print('SET')\nexcept OSError as e:\n    print('refused', errno.errorcode[e.errno])\n",
+    );
+    let o = sh(&g, "python3 clock.py").await;
+    assert!(text(&o).contains("refused EPERM"), "{o:#?}");
+}
+
+/// The read-only class runs in a read-only view: even a command the classifier got wrong
+/// cannot write anything but its private /tmp. The command here is handed to the exec host
+/// as read-only directly, the way a misclassification would.
+#[test]
+fn a_misclassified_read_only_command_cannot_write() {
+    let ws = Ws::new();
+    ws.write("keep.txt", "original\n");
+    let root = ws.root().canonicalize().unwrap();
+    let host = ExecHost::new(
+        root.clone(),
+        ExecConfig {
+            output_budget: 10_000,
+            max_processes: 64,
+            ..ExecConfig::default()
+        },
+    );
+    let text = "echo evil > evil.sh; sort -oevil2.sh keep.txt; echo x >> keep.txt; mkdir d; \
+                touch /tmp/ok && echo tmp-ok; ln -s keep.txt link; rm keep.txt; echo done";
+    let approved = ApprovedCommand {
+        text: text.into(),
+        plan: Plan::Bash(text.into()),
+        key: "shell:test".into(),
+        class: "read-only",
+        cwd: root.clone(),
+        timeout: Duration::from_secs(30),
+        auto_background: Duration::from_secs(30),
+        background: false,
+    };
+    let process = toolgate::exec::run::spawn(&host, &approved).unwrap();
+    assert!(process.wait_until(Instant::now() + Duration::from_secs(20)));
+    let (outcome, _) = process.outcome((0, 0), 10_000, &root, "ro");
+    assert_eq!(outcome.data["confinement"]["read_only"], json!(true));
+    assert!(outcome.stdout.preview.contains("tmp-ok"), "{outcome:?}");
+    for made in ["evil.sh", "evil2.sh", "d", "link"] {
+        assert!(!ws.path(made).exists(), "{made} was written: {outcome:?}");
+    }
+    assert_eq!(ws.read("keep.txt"), "original\n");
+}
+
+/// Builds and tests keep working confined, offline: `cargo test` of a tiny crate and Python's
+/// unittest (and pytest where it is installed).
+#[tokio::test]
+async fn cargo_test_and_python_tests_pass_confined() {
+    let ws = Ws::new();
+    ws.write(
+        "tiny/Cargo.toml",
+        "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .write(
+        "tiny/src/lib.rs",
+        "pub fn add(a: u32, b: u32) -> u32 { a + b }\n#[cfg(test)]\nmod t { #[test] fn adds() { assert_eq!(super::add(2, 2), 4); } }\n",
+    )
+    .write(
+        "py/test_calc.py",
+        "import unittest\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(1 + 1, 2)\n",
+    );
+    let g = gate(&ws, ASK, &["shell"]).await;
+    let o = g
+        .call(
+            SESSION,
+            "shell",
+            json!({"command": "cargo test --offline 2>&1", "cwd": "tiny", "timeout_ms": 600000}),
+        )
+        .await;
+    assert!(text(&o).contains("test t::adds ... ok"), "{o:#?}");
+    let o = g
+        .call(
+            SESSION,
+            "shell",
+            json!({"command": "python3 -m unittest -v 2>&1", "cwd": "py"}),
+        )
+        .await;
+    assert!(text(&o).contains("OK"), "{o:#?}");
+    let has_pytest = std::process::Command::new("python3")
+        .args(["-c", "import pytest"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if has_pytest {
+        let o = g
+            .call(
+                SESSION,
+                "shell",
+                json!({"command": "python3 -m pytest -q -p no:cacheprovider 2>&1", "cwd": "py"}),
+            )
+            .await;
+        assert!(text(&o).contains("1 passed"), "{o:#?}");
+    } else {
+        eprintln!("skipped the pytest half: pytest is not installed (pip install pytest)");
+    }
+}
+
+/// `$HOME` is private: the host's dot-files are not there, the toolchain homes are, read-only.
+#[tokio::test]
+async fn home_is_private_with_toolchains_read_only() {
+    let Some(home) = std::env::var_os("HOME") else {
+        return;
+    };
+    let home = Path::new(&home).to_path_buf();
+    let ws = Ws::new();
+    let g = gate(&ws, ASK, &["shell"]).await;
+    let o = sh(&g, "ls -a ~; touch ~/new-file && echo home-writable; touch ~/.cargo/x 2>&1 || echo cargo-ro").await;
+    let out = text(&o);
+    assert!(out.contains("home-writable"), "{o:#?}");
+    if home.join(".cargo").is_dir() {
+        assert!(out.contains("cargo-ro"), "{o:#?}");
+        assert!(!home.join(".cargo/x").exists());
+    }
+    assert!(!home.join("new-file").exists(), "wrote the host's home");
+    for hidden in [".bash_history", ".ssh", ".gitconfig", ".docker"] {
+        if home.join(hidden).exists() {
+            assert!(
+                !out.lines().any(|l| l == hidden),
+                "{hidden} is visible: {out}"
+            );
+        }
+    }
+}
+
+#[test]
+fn probe_matches_this_machine() {
+    // The machine kind this project runs on has every layer; a regression in the probe would
+    // silently weaken every command, so say so loudly.
+    let c = confine::available(false);
+    assert!(c.complete(), "missing here: {:?}", c.missing());
+}
