@@ -27,6 +27,14 @@ async fn sh(gate: &Gate, command: &str) -> Observation {
         .await
 }
 
+/// The command really ran (it was not denied before it could try).
+fn assert_ran(o: &Observation) {
+    assert!(
+        o.data.get("command").is_some() && o.data.get("confinement").is_some(),
+        "the command did not run: {o:#?}"
+    );
+}
+
 /// stdout and stderr together, as the model reads them.
 fn text(o: &Observation) -> String {
     o.content.clone()
@@ -85,6 +93,7 @@ async fn secrets_and_host_state_are_absent_from_the_shell() {
         .await;
     let _ = o;
     let o = sh(&g, "cat .env").await;
+    assert_ran(&o);
     assert!(!text(&o).contains("AKIA"), "{o:#?}");
     for cmd in [
         "grep -r AWS .",
@@ -94,6 +103,7 @@ async fn secrets_and_host_state_are_absent_from_the_shell() {
         "cat .toolgate/state.db",
     ] {
         let o = sh(&g, cmd).await;
+        assert_ran(&o);
         let out = text(&o);
         for secret in [
             "AKIA",
@@ -118,6 +128,7 @@ async fn secrets_and_host_state_are_absent_from_the_shell() {
     assert!(!text(&o).contains("LATE_SECRET_VALUE"), "{o:#?}");
     // Writing to a masked secret fails and leaves it unchanged.
     let o = sh(&g2, "echo overwritten > .env; echo x > home/.aws/new").await;
+    assert_ran(&o);
     assert_eq!(ws.read(".env"), "AWS_SECRET=AKIAEXAMPLEEXAMPLE\n", "{o:#?}");
     assert!(!ws.path("home/.aws/new").exists());
     // The saved outputs stay readable, read-only; the rest of `.toolgate/` is not there.
@@ -136,6 +147,7 @@ async fn confined_root_has_no_capabilities() {
     let ws = Ws::new();
     let g = gate(&ws, ASK, &["shell:grep"]).await;
     let o = sh(&g, "grep ^Cap /proc/self/status").await;
+    assert_ran(&o);
     let out = text(&o);
     for set in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
         assert!(
@@ -245,6 +257,7 @@ async fn host_unix_sockets_and_tmp_are_unreachable() {
     )
     .await;
     let out = text(&o);
+    assert!(out.contains("refused"), "{o:#?}");
     assert!(!out.contains("CONNECTED"), "{o:#?}");
     assert!(!out.contains("host tmp file"), "{o:#?}");
     assert!(listener.accept().is_err(), "the host socket saw a connection");
@@ -287,13 +300,20 @@ async fn git_internals_cannot_be_subverted_from_inside() {
     let g = gate(&ws, ASK, &["shell"]).await;
     let o = sh(
         &g,
-        "mv .git .git-old; rm -rf .git; mkdir -p .git/hooks; echo 'touch PWNED' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; \
+        "mv .git .git-old; mkdir -p .git/hooks; echo 'touch PWNED' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; \
          echo '[core] fsmonitor = touch PWNED' >> .git/config; \
          echo '[core] fsmonitor = touch PWNED' >> .git/modules/sub/config; echo x > .git/modules/sub/hooks/post-checkout; \
          echo '[core] fsmonitor = touch PWNED' >> vendor/nested/.git/config; echo x > vendor/nested/.git/hooks/pre-commit; \
-         mv vendor/nested/.git vendor/nested/.git-old; true",
+         mv vendor/nested/.git vendor/nested/.git-old; mv vendor vendor-old; \
+         echo ../../planted > .git/commondir; echo '[core] fsmonitor = touch PWNED' > .git/config.worktree; echo ran",
     )
     .await;
+    assert_ran(&o);
+    assert!(!ws.path(".git/commondir").exists(), "{o:#?}");
+    assert!(!ws.path(".git/config.worktree").exists(), "{o:#?}");
+    assert!(!ws.path("vendor-old").exists(), "{o:#?}");
+    let reverted = o.data["git_reverted"].to_string();
+    assert!(reverted.contains(".git/commondir"), "{o:#?}");
     assert!(ws.path(".git/HEAD").exists(), "{o:#?}");
     assert!(!ws.path(".git-old").exists(), "{o:#?}");
     assert!(!ws.path(".git/hooks/pre-commit").exists(), "{o:#?}");

@@ -319,6 +319,11 @@ pub struct ViewSpec {
     pub git_dirs: Vec<String>,
     /// Git files and directories made read-only.
     pub git_readonly: Vec<String>,
+    /// `.git` files (`gitdir: …` pointers) made read-only.
+    pub git_files: Vec<String>,
+    /// Directories between the workspace and a git dir, made mount points (a rename of one
+    /// would carry the git dir's mount away with it).
+    pub pinned_dirs: Vec<String>,
     /// The working directory inside the view.
     pub cwd: PathBuf,
     /// Host paths a normal command may write beneath (Landlock); empty for the read-only class
@@ -607,6 +612,8 @@ pub fn build_view(dirs: &CallDirs, inputs: &ViewInputs<'_>) -> Result<ViewSpec, 
         secret_dirs: inputs.plan.secret_dirs.clone(),
         git_dirs: inputs.plan.git_dirs.clone(),
         git_readonly: inputs.plan.git_readonly.clone(),
+        git_files: inputs.plan.git_files.clone(),
+        pinned_dirs: inputs.plan.pinned_dirs.clone(),
         cwd: inputs.cwd.to_path_buf(),
         writable,
     })
@@ -985,8 +992,10 @@ mod linux {
         workspace: CString,
         secret_files: Vec<CString>,
         secret_dirs: Vec<CString>,
-        git_dirs: Vec<CString>,
         git_readonly: Vec<CString>,
+        git_files: Vec<CString>,
+        /// Pinned and git directories together, parents first.
+        mount_points: Vec<CString>,
         cwd: CString,
     }
 
@@ -1021,8 +1030,16 @@ mod linux {
             workspace: cstr(&under(root, &v.workspace))?,
             secret_files: list(&v.secret_files)?,
             secret_dirs: list(&v.secret_dirs)?,
-            git_dirs: list(&v.git_dirs)?,
             git_readonly: list(&v.git_readonly)?,
+            git_files: list(&v.git_files)?,
+            mount_points: {
+                let mut all: Vec<&String> = v.pinned_dirs.iter().chain(&v.git_dirs).collect();
+                all.sort_by_key(|p| p.split('/').count());
+                all.dedup();
+                all.into_iter()
+                    .map(|s| cstr_str(s))
+                    .collect::<Result<Vec<_>, _>>()?
+            },
             cwd: cstr(&v.cwd)?,
         })
     }
@@ -1182,7 +1199,7 @@ mod linux {
         }
         // Git directories become mount points (rename and removal fail); their config and
         // hooks are read-only.
-        for g in &p.git_dirs {
+        for g in &p.mount_points {
             if let Some(fd) = beneath(ws, g)? {
                 if is_dir(fd.as_fd()) {
                     let mut buf = [0u8; 40];
@@ -1191,7 +1208,7 @@ mod linux {
                 }
             }
         }
-        for g in &p.git_readonly {
+        for g in p.git_readonly.iter().chain(&p.git_files) {
             if let Some(fd) = beneath(ws, g)? {
                 let mut buf = [0u8; 40];
                 let at = fd_path(fd.as_fd(), &mut buf);

@@ -89,6 +89,8 @@ pub struct Process {
     pub confinement: confine::Confinement,
     /// Started by the spawner (not forked from the host).
     pub via_spawner: bool,
+    /// Git entries the view could not freeze, checked once the command ended.
+    git_watch: Option<GitWatch>,
     /// The text that runs.
     pub text: String,
 }
@@ -171,6 +173,10 @@ impl Process {
         if self.finished() {
             self.settle();
         }
+        let reverted = match (&self.git_watch, self.finished()) {
+            (Some(w), true) => w.check(workspace),
+            _ => Vec::new(),
+        };
         let p = self.lock();
         let state = match (p.status, p.killed) {
             (None, _) => State::Running,
@@ -236,6 +242,12 @@ impl Process {
                 "spawner": self.via_spawner,
             }),
         };
+        let mut outcome = outcome;
+        if !reverted.is_empty() {
+            if let Some(map) = outcome.data.as_object_mut() {
+                map.insert("git_reverted".into(), json!(reverted));
+            }
+        }
         (outcome, offsets)
     }
 }
@@ -346,8 +358,10 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Str
             )
         }
     };
+    let mut git_watch = None;
     let view = if confinement.view {
         let plan = host.view_plan()?;
+        git_watch = Some(GitWatch::new(&host.workspace, &plan.git_unprotected));
         let home = env
             .iter()
             .find(|(k, _)| k == "HOME")
@@ -435,8 +449,79 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Str
         _pids: pids,
         confinement,
         via_spawner,
+        git_watch,
         text: approved.text.clone(),
     })
+}
+
+/// Git entries a bind mount cannot freeze (absent ones such as `commondir`, which would
+/// redirect the host's git to a planted config, and symlinks): noted before the command and put
+/// back after it, so nothing the command planted there reaches the user's own git.
+struct GitWatch {
+    /// Workspace-relative entries and what they were: `None` absent, `Some(target)` a symlink.
+    before: Vec<(String, Option<PathBuf>)>,
+    /// What was put back (set once, at the first check after the command ended).
+    done: Mutex<Option<Vec<String>>>,
+}
+
+impl GitWatch {
+    fn new(workspace: &Path, entries: &[String]) -> GitWatch {
+        let before = entries
+            .iter()
+            .filter_map(|rel| {
+                let p = workspace.join(rel);
+                match p.symlink_metadata() {
+                    Err(_) => Some((rel.clone(), None)),
+                    Ok(m) if m.file_type().is_symlink() => {
+                        std::fs::read_link(&p).ok().map(|t| (rel.clone(), Some(t)))
+                    }
+                    Ok(_) => None,
+                }
+            })
+            .collect();
+        GitWatch {
+            before,
+            done: Mutex::new(None),
+        }
+    }
+
+    /// Put back every entry that changed; returns their paths (the same list every time).
+    fn check(&self, workspace: &Path) -> Vec<String> {
+        let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(list) = done.as_ref() {
+            return list.clone();
+        }
+        let mut reverted = Vec::new();
+        for (rel, was) in &self.before {
+            let p = workspace.join(rel);
+            let now = p.symlink_metadata();
+            let same = match (was, &now) {
+                (None, Err(_)) => true,
+                (Some(target), Ok(m)) if m.file_type().is_symlink() => {
+                    std::fs::read_link(&p).is_ok_and(|t| &t == target)
+                }
+                _ => false,
+            };
+            if same {
+                continue;
+            }
+            if let Ok(m) = now {
+                let _ = if m.is_dir() {
+                    std::fs::remove_dir_all(&p)
+                } else {
+                    std::fs::remove_file(&p)
+                };
+            }
+            #[cfg(unix)]
+            if let Some(target) = was {
+                let _ = std::os::unix::fs::symlink(target, &p);
+            }
+            tracing::warn!(path = %rel, "a command planted a git entry; it was removed");
+            reverted.push(rel.clone());
+        }
+        *done = Some(reverted.clone());
+        reverted
+    }
 }
 
 type Readers = [Option<Box<dyn Read + Send>>; 2];
