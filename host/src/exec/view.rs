@@ -36,12 +36,12 @@
 //! "racily clean" problem). When the walk yields the plan it yielded last time, the same
 //! `Arc<Plan>` is returned.
 
-use rustix::fs::{openat, statat, AtFlags, Dir, FileType, Mode, OFlags};
+use rustix::fs::{fstat, openat, statat, AtFlags, Dir, FileType, Mode, OFlags};
 use rustix::io::Errno;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ffi::CStr;
 use std::fmt;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -211,12 +211,12 @@ struct Node {
     /// Read too close to its last change to trust the key next time.
     racy: bool,
     listing: Listing,
-    /// The cached subdirectories, by name.
-    children: HashMap<Vec<u8>, Node>,
+    /// The cached subdirectories, one slot per `listing.descend` entry.
+    children: Vec<Option<Node>>,
 }
 
 /// How a directory is looked at.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Role {
     /// The working tree: deny-list matching, `.git` found.
     Tree,
@@ -312,24 +312,18 @@ impl Finder {
         let root_fd = openat(
             rustix::fs::CWD,
             &self.workspace,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )
         .map_err(|e| {
             format!(
-                "cannot open the workspace {} to find what to mask: {e}",
-                self.workspace.display()
-            )
-        })?;
-        let mut dir = Dir::new(root_fd).map_err(|e| {
-            format!(
-                "cannot read the workspace {}: {e}",
+                "cannot open the workspace {} to find what to hide from the shell: {e}",
                 self.workspace.display()
             )
         })?;
         let mut acc = Acc::default();
         let mut root = cache.root.take();
-        let walked = self.walk(&mut dir, &mut root, "", true, Role::Tree, 0, &mut acc);
+        let walked = self.walk(&root_fd, &mut root, "", true, Role::Tree, 0, &mut acc);
         cache.root = root;
         let message = match walked {
             Ok(()) => None,
@@ -391,7 +385,7 @@ impl Finder {
     #[allow(clippy::too_many_arguments)]
     fn walk(
         &self,
-        dir: &mut Dir,
+        dir: &OwnedFd,
         node: &mut Option<Node>,
         rel: &str,
         exact: bool,
@@ -404,7 +398,12 @@ impl Finder {
             e => WalkError::Io(e, rel.to_string()),
         };
         acc.stats.dirs_visited += 1;
-        let key = dir_key(&dir.stat().map_err(io)?);
+        let st = fstat(dir).map_err(io)?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
+            // `O_DIRECTORY` already refuses anything else; never list one.
+            return Ok(());
+        }
+        let key = dir_key(&st);
         let fresh = match node {
             Some(n) => n.key != key || n.racy,
             None => true,
@@ -412,40 +411,52 @@ impl Finder {
         if fresh {
             let read_at = SystemTime::now();
             let budget = self.bounds.entries.saturating_sub(acc.stats.entries);
-            let listing = match self.read(dir, rel, exact, role, budget) {
+            // The visit holds an `O_PATH` descriptor (cheap, no open events); reading needs a
+            // real one.
+            let mut entries = openat(
+                dir,
+                c".",
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .and_then(Dir::new)
+            .map_err(io)?;
+            let listing = match self.read(&mut entries, rel, exact, role, budget) {
                 Ok(listing) => listing,
                 Err(ReadError::Io(e)) => return Err(io(e)),
                 Err(ReadError::TooMany) => return Err(self.too_large(rel)),
             };
             acc.stats.dirs_read += 1;
             let racy = is_racy(&key, read_at, self.bounds.racy);
-            match node {
-                Some(n) => {
-                    n.children
-                        .retain(|name, _| listing.descend.iter().any(|c| &c.name == name));
-                    n.key = key;
-                    n.racy = racy;
-                    n.listing = listing;
-                }
-                None => {
-                    *node = Some(Node {
-                        key,
-                        racy,
-                        listing,
-                        children: HashMap::new(),
-                    });
+            // Keep the cached subdirectories that are still there, in the new order.
+            let mut kept: HashMap<(Vec<u8>, Role), Node> = HashMap::new();
+            if let Some(old) = node.take() {
+                for (c, slot) in old.listing.descend.into_iter().zip(old.children) {
+                    if let Some(n) = slot {
+                        kept.insert((c.name, c.role), n);
+                    }
                 }
             }
+            let children = listing
+                .descend
+                .iter()
+                .map(|c| kept.remove(&(c.name.clone(), c.role)))
+                .collect();
+            *node = Some(Node {
+                key,
+                racy,
+                listing,
+                children,
+            });
         }
-        let Some(n) = node else {
+        let Some(Node {
+            listing, children, ..
+        }) = node
+        else {
             return Ok(());
         };
-        acc.stats.entries += n.listing.entries;
-        if acc.stats.entries > self.bounds.entries {
-            return Err(self.too_large(rel));
-        }
-        add(&mut acc.plan, &mut acc.unnamable, &n.listing);
-        if let Some(first) = n.listing.descend.first() {
+        self.account(acc, listing, rel)?;
+        if let Some(first) = listing.descend.first() {
             if depth >= self.bounds.depth {
                 return Err(WalkError::Bound(format!(
                     "`{}` is more than {} directories deep, too deep to find what to hide from the shell; flatten the tree",
@@ -453,39 +464,66 @@ impl Finder {
                 )));
             }
         }
-        let fd = dir.fd().map_err(io)?;
-        for child in n.listing.descend.clone() {
-            let mut slot = n.children.remove(&child.name);
+        let fd = dir.as_fd();
+        for (child, slot) in listing.descend.iter().zip(children.iter_mut()) {
+            // A cached leaf (most directories) is checked with one `fstatat` of its name, not
+            // opened: `AT_SYMLINK_NOFOLLOW` stats a swapped-in symlink itself, a key mismatch.
+            if let Some(leaf) = slot {
+                if leaf.listing.descend.is_empty() && !leaf.racy {
+                    let same = statat(fd, child.name.as_slice(), AtFlags::SYMLINK_NOFOLLOW)
+                        .is_ok_and(|st| {
+                            FileType::from_raw_mode(st.st_mode) == FileType::Directory
+                                && dir_key(&st) == leaf.key
+                        });
+                    if same {
+                        acc.stats.dirs_visited += 1;
+                        self.account(acc, &leaf.listing, &child.rel)?;
+                        continue;
+                    }
+                }
+            }
             match open_child(fd, &child.name) {
-                Ok(mut sub) => {
-                    match self.walk(
-                        &mut sub,
-                        &mut slot,
+                Ok(sub) => {
+                    let walked = self.walk(
+                        &sub,
+                        slot,
                         &child.rel,
                         child.exact,
                         child.role,
                         depth + 1,
                         acc,
-                    ) {
+                    );
+                    match walked {
                         Ok(()) => {}
                         Err(WalkError::Unreadable) => {
-                            slot = None;
-                            unreadable(acc, &child);
+                            *slot = None;
+                            unreadable(acc, child);
                         }
                         Err(e) => return Err(e),
-                    }
-                    if let Some(s) = slot {
-                        n.children.insert(child.name, s);
                     }
                 }
                 // Gone, or swapped for a symlink or a file since it was listed: not followed.
                 Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => {
+                    *slot = None;
                     tracing::debug!(path = %child.rel, "changed while the shell's view was planned; skipped");
                 }
-                Err(Errno::ACCESS | Errno::PERM) => unreadable(acc, &child),
+                Err(Errno::ACCESS | Errno::PERM) => {
+                    *slot = None;
+                    unreadable(acc, child);
+                }
                 Err(e) => return Err(WalkError::Io(e, child.rel.clone())),
             }
         }
+        Ok(())
+    }
+
+    /// Add what a directory's listing yields to the plan, within the entries bound.
+    fn account(&self, acc: &mut Acc, listing: &Listing, rel: &str) -> Result<(), WalkError> {
+        acc.stats.entries += listing.entries;
+        if acc.stats.entries > self.bounds.entries {
+            return Err(self.too_large(rel));
+        }
+        add(&mut acc.plan, &mut acc.unnamable, listing);
         Ok(())
     }
 
@@ -678,14 +716,15 @@ fn unreadable(acc: &mut Acc, child: &Child) {
     acc.unreadable.push(child.rel.clone());
 }
 
-fn open_child(parent: BorrowedFd<'_>, name: &[u8]) -> Result<Dir, Errno> {
-    let fd = openat(
+/// Open a subdirectory for a visit: `O_PATH` (nothing is read through it), `O_DIRECTORY` and
+/// `O_NOFOLLOW`, so a symlink or anything not a directory is refused.
+fn open_child(parent: BorrowedFd<'_>, name: &[u8]) -> Result<OwnedFd, Errno> {
+    openat(
         parent,
         name,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
-    )?;
-    Dir::new(fd)
+    )
 }
 
 fn kind_of(t: FileType) -> Option<Kind> {
@@ -1115,6 +1154,26 @@ mod tests {
     }
 
     #[test]
+    fn renames_and_removals_are_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "a/x/.env");
+        write(root, "b/key.pem");
+        mkdir(root, "c/.git/hooks");
+        let f = finder(root);
+        let first = f.plan().unwrap();
+        assert_eq!(first.secret_files, strs(&["a/x/.env", "b/key.pem"]));
+        fs::rename(root.join("a"), root.join("z")).unwrap();
+        fs::remove_file(root.join("b/key.pem")).unwrap();
+        fs::rename(root.join("c"), root.join("d")).unwrap();
+        let plan = f.plan().unwrap();
+        assert_eq!(plan.secret_files, strs(&["z/x/.env"]));
+        assert_eq!(plan.git_dirs, strs(&["d/.git"]));
+        assert_eq!(plan.git_readonly, strs(&["d/.git/hooks"]));
+        assert_eq!(plan.pinned_dirs, strs(&["d"]));
+    }
+
+    #[test]
     fn past_max_mounts_it_fails_closed() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
@@ -1126,6 +1185,13 @@ mod tests {
         assert!(err.contains(&format!("{} masks", MAX_MOUNTS + 1)), "{err}");
         assert!(err.contains(&MAX_MOUNTS.to_string()), "{err}");
         assert!(err.contains("`many`"), "{err}");
+        // After a failure the cache is still sound: fewer secrets, a plan again.
+        let f = finder(root);
+        assert!(f.plan().is_err());
+        for i in 0..10 {
+            fs::remove_file(root.join(format!("many/{i}.pem"))).unwrap();
+        }
+        assert_eq!(f.plan().unwrap().secret_files.len(), MAX_MOUNTS - 9);
         // Masking the directory whole is the way out.
         let whole = Finder::new(
             root.to_path_buf(),
