@@ -29,8 +29,9 @@
 //! # The cache
 //! A [`Finder`] keeps one node per directory with what its listing yielded, keyed by the
 //! directory's (device, inode, mtime, ctime). Creating, removing or renaming an entry changes its
-//! directory's mtime, so [`Finder::plan`] re-opens and `fstat`s every cached directory (one
-//! `openat` and one `fstat` each) and re-reads only the directories whose key changed. A directory
+//! directory's mtime, so [`Finder::plan`] checks every cached directory (an `O_PATH` `openat`
+//! and an `fstat`; a leaf directory, one `fstatat(AT_SYMLINK_NOFOLLOW)` of its name) and re-reads
+//! only the directories whose key changed. A directory
 //! modified within [`RACY_WINDOW`] of being read is read again next time too, because file system
 //! timestamps are coarse (a file created in the same clock tick leaves the mtime unchanged; git's
 //! "racily clean" problem). When the walk yields the plan it yielded last time, the same
