@@ -1241,7 +1241,7 @@ pub fn segments(text: &str) -> Vec<Vec<String>> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::exec::options::{Arg, Opt, Style};
+    use crate::exec::options::{Arg, Opt};
 
     /// A command text as the lexer reads it (quotes allowed), or its segments' first command
     /// when it is compound.
@@ -1784,40 +1784,43 @@ mod tests {
         assert!(segs.iter().any(|s| banned(s, &[]).is_some()), "{segs:?}");
     }
 
-    /// The tables themselves: no short letter or long name is given twice in one table with
-    /// different meanings, and every table program is in the read-only set.
+    /// The tables themselves: long names are plain, no short letter or long name is given twice
+    /// in one group, and no option that is not read-only is hidden behind an earlier group's
+    /// entry of the same spelling (groups are searched in order).
     #[test]
     fn tables_are_consistent() {
         for t in tables::ALL {
-            let mut seen_long = std::collections::HashSet::new();
-            let mut seen_short = std::collections::HashSet::new();
-            for g in t.opts {
-                for o in g.iter() {
-                    for l in o.longs {
-                        assert!(
-                            !l.is_empty() && !l.starts_with('-')
-                                || l.starts_with("-presume")
-                                || l.starts_with("-disable"),
-                            "{}: odd long name {l:?}",
-                            t.program
-                        );
-                        // Groups may repeat a name (git's shared option lists); one group may not.
-                        let _ = seen_long.insert((g.as_ptr(), *l));
-                    }
-                    for c in o.shorts.chars() {
-                        let _ = seen_short.insert((g.as_ptr(), c));
-                    }
-                }
-            }
-            for g in t.opts {
+            for (gi, g) in t.opts.iter().enumerate() {
                 let mut longs = std::collections::HashSet::new();
                 let mut shorts = std::collections::HashSet::new();
                 for o in g.iter() {
                     for l in o.longs {
+                        assert!(
+                            !l.is_empty()
+                                && (!l.starts_with('-')
+                                    || l.starts_with("-presume")
+                                    || l.starts_with("-disable")),
+                            "{}: odd long name {l:?}",
+                            t.program
+                        );
                         assert!(longs.insert(*l), "{}: --{l} twice", t.program);
                     }
                     for c in o.shorts.chars() {
                         assert!(shorts.insert(c), "{}: -{c} twice", t.program);
+                    }
+                    if !o.safe {
+                        for earlier in &t.opts[..gi] {
+                            assert!(
+                                !earlier.iter().any(|e| e
+                                    .longs
+                                    .iter()
+                                    .any(|l| o.longs.contains(l))
+                                    || e.shorts.chars().any(|c| o.shorts.contains(c))),
+                                "{}: {} is hidden by an earlier group",
+                                t.program,
+                                o.spelling()
+                            );
+                        }
                     }
                 }
             }
@@ -2213,10 +2216,5 @@ mod tests {
             }
             assert!(n > 0, "{}: no generated command was read-only", t.program);
         }
-        let _ = Style {
-            abbrev: true,
-            permute: true,
-            next_word_values: false,
-        };
     }
 }
