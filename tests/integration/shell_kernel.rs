@@ -78,8 +78,14 @@ async fn secrets_and_host_state_are_absent_from_the_shell() {
     let ws = Ws::new();
     ws.write(".env", "AWS_SECRET=AKIAEXAMPLEEXAMPLE\n")
         .write("config/.env.local", "TOKEN=ghp_localsecretlocalsecret\n")
-        .write("deploy/server.pem", "-----BEGIN PRIVATE KEY----- pemsecret\n")
-        .write("home/.aws/credentials", "aws_secret_access_key=awsdirsecret\n")
+        .write(
+            "deploy/server.pem",
+            "-----BEGIN PRIVATE KEY----- pemsecret\n",
+        )
+        .write(
+            "home/.aws/credentials",
+            "aws_secret_access_key=awsdirsecret\n",
+        )
         .write("home/.ssh/id_ed25519", "sshkeysecret\n")
         .write("src/main.rs", "fn main() {} // AWS mention\n");
     let g = gate(&ws, ASK, &["shell:cat", "shell:grep"]).await;
@@ -119,10 +125,17 @@ async fn secrets_and_host_state_are_absent_from_the_shell() {
     // The ordinary file is still there, and the masks are counted.
     let o = sh(&g, "grep -r AWS .").await;
     assert!(text(&o).contains("src/main.rs"), "{o:#?}");
-    assert!(o.data["confinement"]["masks"].as_u64().unwrap() >= 4, "{o:#?}");
+    assert!(
+        o.data["confinement"]["masks"].as_u64().unwrap() >= 4,
+        "{o:#?}"
+    );
     // A secret created by one command is hidden from the next (the plan is refreshed).
     let g2 = gate(&ws, ASK, &["shell"]).await;
-    let o = sh(&g2, "mkdir -p deep/er && echo LATE_SECRET_VALUE > deep/er/.env").await;
+    let o = sh(
+        &g2,
+        "mkdir -p deep/er && echo LATE_SECRET_VALUE > deep/er/.env",
+    )
+    .await;
     assert_eq!(o.status, Status::Ok, "{o:#?}");
     let o = sh(&g2, "cat deep/er/.env; cat deep/er/.env | wc -c").await;
     assert!(!text(&o).contains("LATE_SECRET_VALUE"), "{o:#?}");
@@ -166,7 +179,11 @@ async fn confined_root_has_no_capabilities() {
 async fn a_device_node_cannot_be_made() {
     let ws = Ws::new();
     let g = gate(&ws, ASK, &["shell"]).await;
-    let o = sh(&g, "mknod kmsg c 1 11; mknod null2 c 1 3; mknod blk b 7 0; mkfifo fifo && echo fifo-ok").await;
+    let o = sh(
+        &g,
+        "mknod kmsg c 1 11; mknod null2 c 1 3; mknod blk b 7 0; mkfifo fifo && echo fifo-ok",
+    )
+    .await;
     assert!(!ws.path("kmsg").exists(), "{o:#?}");
     assert!(!ws.path("null2").exists(), "{o:#?}");
     assert!(!ws.path("blk").exists(), "{o:#?}");
@@ -260,7 +277,10 @@ async fn host_unix_sockets_and_tmp_are_unreachable() {
     assert!(out.contains("refused"), "{o:#?}");
     assert!(!out.contains("CONNECTED"), "{o:#?}");
     assert!(!out.contains("host tmp file"), "{o:#?}");
-    assert!(listener.accept().is_err(), "the host socket saw a connection");
+    assert!(
+        listener.accept().is_err(),
+        "the host socket saw a connection"
+    );
     assert!(
         abstract_listener.accept().is_err(),
         "the abstract socket saw a connection"
@@ -450,7 +470,11 @@ async fn home_is_private_with_toolchains_read_only() {
     let home = Path::new(&home).to_path_buf();
     let ws = Ws::new();
     let g = gate(&ws, ASK, &["shell"]).await;
-    let o = sh(&g, "ls -a ~; touch ~/new-file && echo home-writable; touch ~/.cargo/x 2>&1 || echo cargo-ro").await;
+    let o = sh(
+        &g,
+        "ls -a ~; touch ~/new-file && echo home-writable; touch ~/.cargo/x 2>&1 || echo cargo-ro",
+    )
+    .await;
     let out = text(&o);
     assert!(out.contains("home-writable"), "{o:#?}");
     if home.join(".cargo").is_dir() {

@@ -220,6 +220,14 @@ impl ExecHost {
     }
 }
 
+impl Drop for ExecHost {
+    fn drop(&mut self) {
+        // Ended commands' private directories are removed in the background; let that finish
+        // before the host goes away.
+        confine::finish_cleanup(Duration::from_secs(5));
+    }
+}
+
 /// What one call may do with the exec capability: run the approved command (the shell), or
 /// reach this session's jobs (the job tools). Put into the call's capabilities by the gate.
 #[derive(Clone)]
