@@ -16,6 +16,7 @@ mod plugins;
 mod read_ahead;
 mod shell;
 mod shell_classifier;
+mod shell_exit;
 mod shell_kernel;
 mod state;
 mod tools_edit;

@@ -355,7 +355,7 @@ async fn timeout_kills_the_process_group() {
         json!({"command": "(sleep 2; touch late-child) & sleep 30", "timeout_ms": 300}),
     )
     .await;
-    assert_eq!(code(&o), "timed-out", "{o:#?}");
+    assert_eq!(code(&o), "timeout", "{o:#?}");
     assert!(started.elapsed() < Duration::from_secs(10));
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert!(

@@ -1,4 +1,6 @@
 //! `job_output`: Read what a background shell job printed since the last job_output call, and whether it is still running (exit code when it ended).
+//! A job still running is `ok`; one that ended non-zero, by a signal or at its timeout is an
+//! `error` (`exit-status`, `signal`, `timeout`) that still shows its output.
 
 use toolgate_guest::exec;
 use toolgate_guest::{Context, Descriptor, Output, Tool, ToolError, Value};
@@ -9,12 +11,12 @@ impl Tool for T {
     fn describe() -> Descriptor {
         exec::job_tool_descriptor(
             "job_output",
-            "Read what a background shell job printed since the last job_output call, and whether it is still running (exit code when it ended).",
+            "Read what a background shell job printed since the last job_output call, and whether it is still running (exit code when it ended). A job that ended with a non-zero status, by a signal or at its timeout is reported as an error (exit-status, signal, timeout) with its output.",
         )
     }
 
     fn call(input: Value, _cx: &Context) -> Result<Output, ToolError> {
-        exec::job_tool_call(&input, exec::job_output)
+        exec::job_tool_call(&input, exec::JobAction::Output)
     }
 }
 

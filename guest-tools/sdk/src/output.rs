@@ -120,6 +120,25 @@ impl Output {
         self
     }
 
+    /// The output as [`ERROR_OUTPUT_KEY`] carries it: `summary`, `content`, `truncated`,
+    /// `totals` (`[{unit, seen, returned}]`) and `data`.
+    pub(crate) fn to_json(&self) -> Value {
+        let totals: Vec<Value> = self
+            .totals
+            .iter()
+            .map(|(unit, seen, returned)| {
+                serde_json::json!({"unit": unit, "seen": seen, "returned": returned})
+            })
+            .collect();
+        serde_json::json!({
+            "summary": self.summary,
+            "content": self.content,
+            "truncated": self.truncated,
+            "totals": totals,
+            "data": self.data,
+        })
+    }
+
     pub(crate) fn into_wit(self) -> wit::Output {
         wit::Output {
             summary: self.summary,
@@ -139,12 +158,19 @@ impl Output {
     }
 }
 
+/// The key of a tool error's `data` under which it carries the output of a call that failed
+/// after producing it ([`ToolError::with_output`]). The host shows that output in the `error`
+/// observation as it would have on success.
+pub(crate) const ERROR_OUTPUT_KEY: &str = "$output";
+
 /// A failed call: a stable code and a message that tells the model what to do.
 #[derive(Clone, Debug)]
 pub struct ToolError {
     code: String,
     message: String,
     data: Value,
+    /// Boxed: most errors carry none, and a `Result`'s error should stay small.
+    output: Option<Box<Output>>,
 }
 
 impl ToolError {
@@ -154,6 +180,18 @@ impl ToolError {
             code: code.to_string(),
             message: message.into(),
             data: Value::Null,
+            output: None,
+        }
+    }
+
+    /// An error for a call that failed after producing `output` (a command that exited
+    /// non-zero): the observation is an `error` with this `code` and `message` (the reason),
+    /// and it shows `output` — summary, content, `truncated`, totals and data — exactly as a
+    /// successful call would, so the model still sees what the call printed.
+    pub fn with_output(code: &str, message: impl Into<String>, output: Output) -> Self {
+        ToolError {
+            output: Some(Box::new(output)),
+            ..ToolError::new(code, message)
         }
     }
 
@@ -168,17 +206,24 @@ impl ToolError {
         ToolError::new(code, format!("{path}: {err}"))
     }
 
-    /// Attach structured detail.
+    /// Attach structured detail. With [`ToolError::with_output`] it is the output's data that
+    /// the observation shows; set it there instead.
     pub fn data(mut self, data: Value) -> Self {
         self.data = data;
         self
     }
 
     pub(crate) fn into_wit(self) -> wit::ToolError {
+        // The released WIT's tool-error has no room for output: it travels in `data`, under a
+        // key the host knows (an older host shows it as plain data, which is still honest).
+        let data = match self.output {
+            Some(out) => serde_json::json!({ ERROR_OUTPUT_KEY: out.to_json() }),
+            None => self.data,
+        };
         wit::ToolError {
             code: self.code,
             message: self.message,
-            data: self.data.to_string(),
+            data: data.to_string(),
         }
     }
 }

@@ -2,9 +2,12 @@
 //! keys, approves and confines the command; this guest only passes the approved text through
 //! and turns the outcome into an observation. Importing exec caps the tool at session scope.
 //!
-//! Error codes: `refused` (the host would not run it), `timed-out`.
+//! Error codes: `refused` (the host would not run it); and, with the command's whole output
+//! still shown: `exit-status` (it exited non-zero, `data.exit_code`), `signal` (a signal ended
+//! it, `data.signal`), `timeout` (its timeout killed its process group). A command that
+//! becomes a background job is `ok`; `job_output` reports how it ended.
 
-use toolgate_guest::exec::{self, Command, State};
+use toolgate_guest::exec::{self, Command};
 use toolgate_guest::{json, Context, Descriptor, Output, PathAccess, Risk, Tool, ToolError, Value};
 
 struct Shell;
@@ -19,7 +22,9 @@ impl Tool for Shell {
              with `bash -c` and is approved as its exact text. Commands run confined: writes only \
              inside the workspace and a private TMPDIR, no network unless the policy allows it, \
              a scrubbed environment. Output is previewed head + tail with exact totals; the full \
-             output is saved under .toolgate/outputs/. A command running longer than the \
+             output is saved under .toolgate/outputs/. A non-zero exit, a signal or the timeout \
+             makes the call an error (exit-status, signal, timeout) that still shows the output \
+             and data.exit_code. A command running longer than the \
              auto-background threshold (60 s by default) becomes a background job: read it with \
              job_output, stop it with job_kill. Set run_in_background for servers and watchers.",
             json!({
@@ -46,6 +51,7 @@ impl Tool for Shell {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
+        let label = exec::command_label(&text);
         let cmd = Command {
             text,
             cwd: input.get("cwd").and_then(Value::as_str).map(str::to_string),
@@ -56,10 +62,7 @@ impl Tool for Shell {
                 .unwrap_or(false),
         };
         let outcome = exec::run(&cmd).map_err(|m| ToolError::new("refused", m))?;
-        if outcome.state == State::TimedOut {
-            return Err(exec::timed_out(outcome, "command"));
-        }
-        Ok(exec::to_output(outcome, "command"))
+        exec::to_result(outcome, &label)
     }
 }
 

@@ -1,7 +1,8 @@
 //! Argument parsing and printing. Decides nothing: every decision is the library's.
 //!
-//! Exit codes of `toolgate call`: 0 ok, 1 the tool failed (`error`), 2 usage error,
-//! 3 denied, 4 needs approval; 70 the host itself failed (workspace, state, components).
+//! Exit codes of `toolgate call`: 0 ok, 1 the tool failed (`error`; a shell command that
+//! exited non-zero, died by a signal or timed out is one), 2 usage error, 3 denied, 4 needs
+//! approval; 70 the host itself failed (workspace, state, components).
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -59,6 +60,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run one tool call and print its observation as JSON.
+    ///
+    /// Exits 0 ok, 1 error (a shell command that exited non-zero, died by a signal or timed
+    /// out is an error), 2 usage error, 3 denied, 4 needs approval, 70 the host failed.
     Call {
         /// The tool, e.g. `grep`.
         tool: String,

@@ -1161,9 +1161,24 @@ impl Gate {
         let mut observation = match result {
             Err(e) => limit_or_crash(&name, call_id, e),
             Ok(GuestResult::ToolError(e)) => {
-                let mut o = Observation::error(&name, call_id, &e.code, e.message, None);
-                o.data = parse_data(&e.data);
-                o
+                let data = parse_data(&e.data);
+                match crate::tools::observation::carried_output(&data) {
+                    // A failure that still produced output (a command that exited non-zero):
+                    // shown as a success would be, with the error's code and reason.
+                    Some(out) => {
+                        let mut o =
+                            self.ok_observation(&name, call_id, out, limits.max_output_bytes);
+                        o.status = Status::Error;
+                        o.error_code = Some(e.code);
+                        o.reason = Some(e.message);
+                        o
+                    }
+                    None => {
+                        let mut o = Observation::error(&name, call_id, &e.code, e.message, None);
+                        o.data = data;
+                        o
+                    }
+                }
             }
             Ok(GuestResult::Output(out)) => {
                 self.ok_observation(&name, call_id, out, limits.max_output_bytes)

@@ -1,5 +1,6 @@
 //! The observation: the one JSON object every call returns, also on failure.
 
+use crate::sandbox::wit;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -139,6 +140,49 @@ impl Observation {
     }
 }
 
+/// The key of a guest's `tool-error.data` under which it carries the output of a call that
+/// failed after producing it (the guest SDK's `ToolError::with_output`; a command that exited
+/// non-zero): `{summary, content, truncated, totals: [{unit, seen, returned}], data}`.
+pub const ERROR_OUTPUT_KEY: &str = "$output";
+
+/// The output a guest's error carries under [`ERROR_OUTPUT_KEY`], when its data is exactly
+/// that envelope; the gate shows it as it shows a successful call's output.
+pub(crate) fn carried_output(data: &Value) -> Option<wit::Output> {
+    let Value::Object(map) = data else {
+        return None;
+    };
+    if map.len() != 1 {
+        return None;
+    }
+    let out = map.get(ERROR_OUTPUT_KEY)?.as_object()?;
+    let text = |k: &str| out.get(k).and_then(Value::as_str).unwrap_or_default();
+    let totals = out
+        .get("totals")
+        .and_then(Value::as_array)
+        .map(|ts| {
+            ts.iter()
+                .filter_map(|t| {
+                    Some(wit::Total {
+                        unit: t.get("unit")?.as_str()?.to_string(),
+                        seen: t.get("seen")?.as_u64()?,
+                        returned: t.get("returned")?.as_u64()?,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(wit::Output {
+        summary: text("summary").to_string(),
+        content: text("content").to_string(),
+        truncated: out
+            .get("truncated")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        totals,
+        data: out.get("data").unwrap_or(&Value::Null).to_string(),
+    })
+}
+
 fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or_default().to_string()
 }
@@ -196,5 +240,38 @@ mod tests {
         assert!(cut.contains("truncated"));
         assert!(cut.contains(".toolgate/outputs/x.txt"));
         assert_eq!(cut_head_tail("short", 4096, "x"), None);
+    }
+
+    #[test]
+    fn an_error_carries_output_only_in_the_exact_envelope() {
+        let envelope = serde_json::json!({ERROR_OUTPUT_KEY: {
+            "summary": "`false` exited with status 1 after 2 ms",
+            "content": "out\n",
+            "truncated": true,
+            "totals": [{"unit": "stdout_bytes", "seen": 9, "returned": 4}],
+            "data": {"exit_code": 1},
+        }});
+        let out = carried_output(&envelope).unwrap();
+        assert_eq!(out.summary, "`false` exited with status 1 after 2 ms");
+        assert_eq!(out.content, "out\n");
+        assert!(out.truncated);
+        assert_eq!(
+            (
+                out.totals[0].unit.as_str(),
+                out.totals[0].seen,
+                out.totals[0].returned
+            ),
+            ("stdout_bytes", 9, 4)
+        );
+        assert_eq!(out.data, r#"{"exit_code":1}"#);
+        // Anything else is a plain error's data.
+        for plain in [
+            serde_json::json!(null),
+            serde_json::json!({"exit_code": 1}),
+            serde_json::json!({ERROR_OUTPUT_KEY: {}, "other": 1}),
+            serde_json::json!({ERROR_OUTPUT_KEY: "text"}),
+        ] {
+            assert!(carried_output(&plain).is_none(), "{plain}");
+        }
     }
 }
