@@ -3,23 +3,16 @@
 //! through the real gate, the real spawner and the real confinement: what the command's text
 //! says never matters here, only what the kernel lets the process do.
 
-use crate::common::{cache_dir, Ws, SESSION};
+use crate::common::{gate_granting, Ws, SESSION};
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use toolgate::exec::{confine, ApprovedCommand, ExecConfig, ExecHost, Plan};
-use toolgate::{Gate, GateOptions, Observation, Status};
+use toolgate::{Gate, Observation, Status};
 
 async fn gate(ws: &Ws, policy: &str, grants: &[&str]) -> Gate {
     ws.write(".toolgate/policy.toml", policy);
-    Gate::open(GateOptions {
-        workspace: ws.root(),
-        cache_dir: Some(cache_dir()),
-        grants: grants.iter().map(|g| g.to_string()).collect(),
-        ..Default::default()
-    })
-    .await
-    .unwrap()
+    gate_granting(ws, grants).await
 }
 
 async fn sh(gate: &Gate, command: &str) -> Observation {

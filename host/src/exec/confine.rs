@@ -1300,16 +1300,9 @@ mod linux {
                 })?;
             }
         }
-        for d in &p.secret_dirs {
-            if let Some(fd) = beneath(ws, d)? {
-                if is_dir(fd.as_fd()) {
-                    mask_dir(fd.as_fd())?;
-                } else {
-                    bind_ro(p.empty.as_c_str(), fd.as_fd(), || beneath(ws, d))?;
-                }
-            }
-        }
-        for f in &p.secret_files {
+        // Judged by what is there now: a secret file swapped for a directory (or back) is
+        // still masked.
+        for f in p.secret_dirs.iter().chain(&p.secret_files) {
             if let Some(fd) = beneath(ws, f)? {
                 if is_dir(fd.as_fd()) {
                     mask_dir(fd.as_fd())?;
