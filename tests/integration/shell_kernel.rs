@@ -492,3 +492,53 @@ fn probe_matches_this_machine() {
     let c = confine::available(false);
     assert!(c.complete(), "missing here: {:?}", c.missing());
 }
+
+/// `[shell] read` / `write` show host paths to commands, and can never name what would undo
+/// the view: a system directory for writing, `$HOME` or the workspace or anything holding them.
+#[tokio::test]
+async fn policy_paths_are_shown_and_cannot_undo_the_view() {
+    let data = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::write(data.path().join("in.txt"), "dataset\n").unwrap();
+    let ws = Ws::new();
+    let policy = format!(
+        "mode = \"ask\"\n[shell]\nread = [{:?}]\nwrite = [{:?}]\n",
+        data.path().display().to_string(),
+        scratch.path().display().to_string()
+    );
+    let g = gate(&ws, &policy, &["shell"]).await;
+    let o = sh(
+        &g,
+        &format!(
+            "cat {d}/in.txt; echo x > {d}/new; echo y > {s}/out && echo wrote",
+            d = data.path().display(),
+            s = scratch.path().display()
+        ),
+    )
+    .await;
+    assert_ran(&o);
+    assert!(
+        text(&o).contains("dataset") && text(&o).contains("wrote"),
+        "{o:#?}"
+    );
+    assert!(!data.path().join("new").exists());
+    assert_eq!(
+        std::fs::read_to_string(scratch.path().join("out")).unwrap(),
+        "y\n"
+    );
+    for bad in [
+        "write = [\"/etc\"]",
+        "write = [\"/usr/local\"]",
+        "read = [\"/\"]",
+    ] {
+        let g = gate(
+            &ws,
+            &format!("mode = \"ask\"\n[shell]\n{bad}\n"),
+            &["shell"],
+        )
+        .await;
+        let o = sh(&g, "true").await;
+        assert_eq!(o.status, Status::Error, "{bad}: {o:#?}");
+        assert!(o.content.contains("[shell]"), "{bad}: {o:#?}");
+    }
+}

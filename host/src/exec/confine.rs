@@ -600,10 +600,26 @@ pub fn build_view(dirs: &CallDirs, inputs: &ViewInputs<'_>) -> Result<ViewSpec, 
     }
     for (paths, read_only) in [(inputs.extra_read, true), (inputs.extra_write, false)] {
         for p in paths {
-            if !usable(p) {
+            // Never the root, `$HOME` or the workspace itself or anything holding them (that
+            // would undo the private home and the masks), nor, for writes, a system directory.
+            let holds = |inner: &Path| inner.starts_with(p);
+            let system = SYSTEM_DIRS
+                .iter()
+                .chain(&["/boot", "/var"])
+                .any(|d| p.starts_with(d));
+            if !usable(p)
+                || !p.is_absolute()
+                || p.components()
+                    .any(|c| matches!(c, std::path::Component::ParentDir))
+                || holds(inputs.workspace)
+                || inputs.home.is_some_and(holds)
+                || (!read_only && system)
+            {
                 return Err(format!(
-                    "the policy's [shell] paths cannot name `{}` (only real directories or files outside /tmp, /proc, /sys, /dev and /run)",
-                    p.display()
+                    "the policy's [shell] {} cannot name `{}`: only absolute paths outside /tmp, /proc, /sys, /dev and /run, not holding $HOME or the workspace{}",
+                    if read_only { "read" } else { "write" },
+                    p.display(),
+                    if read_only { "" } else { ", and not inside a system directory (/usr, /etc, /bin, /lib, /opt, /var, /boot …)" }
                 ));
             }
             if p.exists() {
