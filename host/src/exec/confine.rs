@@ -311,19 +311,8 @@ pub struct ViewSpec {
     pub masked_dirs: Vec<PathBuf>,
     /// The workspace, inside the view.
     pub workspace: PathBuf,
-    /// Deny-listed files of the workspace.
-    pub secret_files: Vec<String>,
-    /// Deny-listed directories of the workspace.
-    pub secret_dirs: Vec<String>,
-    /// Git directories made mount points.
-    pub git_dirs: Vec<String>,
-    /// Git files and directories made read-only.
-    pub git_readonly: Vec<String>,
-    /// `.git` files (`gitdir: …` pointers) made read-only.
-    pub git_files: Vec<String>,
-    /// Directories between the workspace and a git dir, made mount points (a rename of one
-    /// would carry the git dir's mount away with it).
-    pub pinned_dirs: Vec<String>,
+    /// What to hide and freeze inside the workspace (the host's plan, as it is).
+    pub plan: super::view::Plan,
     /// The working directory inside the view.
     pub cwd: PathBuf,
     /// Host paths a normal command may write beneath (Landlock); empty for the read-only class
@@ -723,12 +712,7 @@ pub fn build_view(dirs: &CallDirs, inputs: &ViewInputs<'_>) -> Result<ViewSpec, 
         masked_files,
         masked_dirs,
         workspace: inputs.workspace.to_path_buf(),
-        secret_files: inputs.plan.secret_files.clone(),
-        secret_dirs: inputs.plan.secret_dirs.clone(),
-        git_dirs: inputs.plan.git_dirs.clone(),
-        git_readonly: inputs.plan.git_readonly.clone(),
-        git_files: inputs.plan.git_files.clone(),
-        pinned_dirs: inputs.plan.pinned_dirs.clone(),
+        plan: inputs.plan.clone(),
         cwd: inputs.cwd.to_path_buf(),
         writable,
     })
@@ -1163,12 +1147,13 @@ mod linux {
             masked_files: paths(&v.masked_files)?,
             masked_dirs: paths(&v.masked_dirs)?,
             workspace: cstr(&under(root, &v.workspace))?,
-            secret_files: list(&v.secret_files)?,
-            secret_dirs: list(&v.secret_dirs)?,
-            git_readonly: list(&v.git_readonly)?,
-            git_files: list(&v.git_files)?,
+            secret_files: list(&v.plan.secret_files)?,
+            secret_dirs: list(&v.plan.secret_dirs)?,
+            git_readonly: list(&v.plan.git_readonly)?,
+            git_files: list(&v.plan.git_files)?,
             mount_points: {
-                let mut all: Vec<&String> = v.pinned_dirs.iter().chain(&v.git_dirs).collect();
+                let mut all: Vec<&String> =
+                    v.plan.pinned_dirs.iter().chain(&v.plan.git_dirs).collect();
                 all.sort_by_key(|p| p.split('/').count());
                 all.dedup();
                 all.into_iter()

@@ -183,35 +183,33 @@ pub struct ExecHost {
     /// Starts commands without forking the (large) host process.
     pub spawner: spawner::Spawner,
     /// Finds what each command's view must hide or freeze in the workspace.
-    pub finder: Option<view::Finder>,
+    pub finder: view::Finder,
 }
 
 impl ExecHost {
     /// The exec host for a workspace.
     pub fn new(workspace: PathBuf, config: ExecConfig) -> Self {
         ExecHost {
+            // Without a deny-list the view still hides `.toolgate/` and freezes git dirs.
+            finder: view::Finder::new(workspace.clone(), Box::new(|_| false)),
             workspace,
             config,
             jobs: jobs::JobTable::default(),
             spawner: spawner::Spawner::default(),
-            finder: None,
         }
     }
 
     /// Hide from commands what `is_secret` (the file tools' deny-list on a workspace-relative
     /// path) denies.
     pub fn with_secrets(mut self, is_secret: Box<dyn Fn(&str) -> bool + Send + Sync>) -> Self {
-        self.finder = Some(view::Finder::new(self.workspace.clone(), is_secret));
+        self.finder = view::Finder::new(self.workspace.clone(), is_secret);
         self
     }
 
     /// What the next command's view must hide and freeze (the state directory and git
     /// directories even without a deny-list).
     pub fn view_plan(&self) -> Result<Arc<view::Plan>, String> {
-        match &self.finder {
-            Some(f) => f.plan(),
-            None => view::Finder::new(self.workspace.clone(), Box::new(|_| false)).plan(),
-        }
+        self.finder.plan()
     }
 
     /// Which confinement commands would get here (probed once per process).

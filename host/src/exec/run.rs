@@ -380,7 +380,7 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Str
             },
         )?;
         confinement.masks = u32::try_from(
-            spec.secret_files.len() + spec.secret_dirs.len() + spec.masked_files.len(),
+            spec.plan.secret_files.len() + spec.plan.secret_dirs.len() + spec.masked_files.len(),
         )
         .unwrap_or(u32::MAX);
         Some(spec)

@@ -97,7 +97,7 @@ const GIT_DATA: &[&str] = &[
 /// What a command's mount namespace must hide or freeze inside the workspace (all paths
 /// workspace-relative, `/`-separated, no leading `./`, never containing `..`, sorted, no
 /// duplicates).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Plan {
     /// Deny-listed non-directories (regular files, FIFOs, sockets, devices; never symlinks): an
     /// empty read-only file is bound over each.
