@@ -181,6 +181,7 @@ struct LimitsFile {
     memory_mb: Option<u64>,
     output_bytes: Option<u64>,
     result_bytes: Option<u64>,
+    stamp_bytes: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -391,6 +392,9 @@ impl Policy {
             }
             if let Some(b) = l.result_bytes {
                 limits.max_result_bytes = usize::try_from(b).unwrap_or(usize::MAX);
+            }
+            if let Some(b) = l.stamp_bytes {
+                limits.stamp_bytes = b;
             }
         }
         if !problems.is_empty() {

@@ -17,6 +17,9 @@ pub struct Limits {
     /// Content budget passed on to the model; the host cuts anything above it (head + tail)
     /// and keeps the whole under `.toolgate/outputs/`.
     pub max_output_bytes: usize,
+    /// Host-side files bigger than this (staleness stamps, history) are stamped by size,
+    /// mtime and inode instead of content, and history keeps only their hash.
+    pub stamp_bytes: u64,
 }
 
 impl Default for Limits {
@@ -26,6 +29,7 @@ impl Default for Limits {
             max_memory_bytes: 512 << 20,
             max_result_bytes: 16 << 20,
             max_output_bytes: 50 << 10,
+            stamp_bytes: 64 << 20,
         }
     }
 }
