@@ -23,6 +23,7 @@ pub mod policy;
 pub mod sandbox;
 pub mod state;
 pub mod tools;
+pub mod userdirs;
 
 pub use error::{Error, Result};
 pub use gate::{Gate, GateOptions};

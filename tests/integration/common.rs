@@ -26,13 +26,32 @@ pub fn hostile_component() -> PathBuf {
 /// A fresh temporary workspace.
 pub struct Ws {
     dir: tempfile::TempDir,
+    /// The user's own config and state directories (outside the workspace), so no test reads
+    /// or writes the real `~/.config/toolgate`.
+    user: tempfile::TempDir,
 }
 
 impl Ws {
     pub fn new() -> Self {
         Ws {
             dir: tempfile::tempdir().unwrap(),
+            user: tempfile::tempdir().unwrap(),
         }
+    }
+
+    /// The user's toolgate directories for this test (config: trust, signing key, user
+    /// policy; state: the HTTP token).
+    pub fn user_dirs(&self) -> toolgate::userdirs::UserDirs {
+        toolgate::userdirs::UserDirs {
+            config: self.user.path().join("xdg-config/toolgate"),
+            state: self.user.path().join("xdg-state/toolgate"),
+        }
+    }
+
+    /// The directory holding `XDG_CONFIG_HOME` (`xdg-config`) and `XDG_STATE_HOME`
+    /// (`xdg-state`) for CLI runs; [`Ws::user_dirs`] names the same places.
+    pub fn user_root(&self) -> PathBuf {
+        self.user.path().to_path_buf()
     }
 
     /// The workspace root (canonical, so it compares with what the host stores).
@@ -126,6 +145,10 @@ pub fn toolgate_command(ws: &Ws) -> std::process::Command {
         .env_remove("TOOLGATE_SESSION")
         .env_remove("TOOLGATE_WORKSPACE")
         .env_remove("TOOLGATE_LOG")
+        .env_remove("TOOLGATE_TRUST_WORKSPACE")
+        .env_remove("TOOLGATE_MANAGED_POLICY")
+        .env("XDG_CONFIG_HOME", ws.user_root().join("xdg-config"))
+        .env("XDG_STATE_HOME", ws.user_root().join("xdg-state"))
         .arg("--workspace")
         .arg(ws.root());
     cmd

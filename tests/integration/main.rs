@@ -23,3 +23,11 @@ mod tools_edit;
 mod tools_read;
 mod tools_search;
 mod walk;
+
+// Untrusted workspaces (issue #13).
+mod git_exec;
+mod host_stall;
+mod net_edge;
+mod path_rules;
+mod redaction;
+mod trust;

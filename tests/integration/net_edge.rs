@@ -1,0 +1,4 @@
+//! Attacks on untrusted workspaces (issue #13): net_edge.
+
+#[allow(unused_imports)]
+use crate::common::*;
