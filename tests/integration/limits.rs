@@ -110,6 +110,7 @@ async fn output_over_budget_is_cut_and_saved_whole() {
         max_output_bytes: 4096,
         // Reading back one 64 MiB line takes a while in a loaded debug test run.
         timeout: Duration::from_secs(20),
+        ..Limits::default()
     };
     let (ws, gate, o) = hostile(limits, "output").await;
     assert_eq!(o.status, Status::Ok, "{}", o.summary);
