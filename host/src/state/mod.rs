@@ -4,6 +4,7 @@
 mod audit;
 mod history;
 mod reads;
+pub mod redact;
 mod session_grants;
 
 pub use audit::{redact, AuditEvent, AuditQuery};
