@@ -1901,6 +1901,83 @@ pub const GIT_REMOTE: Table = Table {
     opts: &[&[flag("v", &["verbose"]), flag("", &["no-verbose"])]],
 };
 
+/// `git config` (git 2.47), legacy actions and the `list/get/set/unset/…` subcommands' options
+/// in one table. Not a read-only table (`git config` is never read-only): the shell's lists
+/// read it to tell a config *write* from a read, and what it writes (`policy::git_config`).
+/// `safe` here marks the options that only read.
+pub const GIT_CONFIG: Table = Table {
+    program: "git config",
+    style: GIT_PO,
+    opts: &[&[
+        // Where.
+        flag("", &["global"]).not_read_only(),
+        flag("", &["no-global"]),
+        flag("", &["system"]).not_read_only(),
+        flag("", &["no-system"]),
+        flag("", &["local"]),
+        flag("", &["no-local"]),
+        flag("", &["worktree"]),
+        flag("", &["no-worktree"]),
+        value("f", &["file"]).not_read_only(),
+        flag("", &["no-file"]),
+        value("", &["blob"]),
+        flag("", &["no-blob"]),
+        // Legacy actions.
+        flag("", &["get"]),
+        flag("", &["get-all"]),
+        flag("", &["get-regexp"]),
+        flag("", &["get-urlmatch"]),
+        flag("", &["replace-all"]).not_read_only(),
+        flag("", &["add"]).not_read_only(),
+        flag("", &["unset"]).not_read_only(),
+        flag("", &["unset-all"]).not_read_only(),
+        flag("", &["rename-section"]).not_read_only(),
+        flag("", &["remove-section"]).not_read_only(),
+        flag("l", &["list"]),
+        flag("e", &["edit"]).not_read_only(),
+        flag("", &["get-color"]),
+        flag("", &["get-colorbool"]),
+        // Display and type.
+        flag("z", &["null"]),
+        flag("", &["no-null"]),
+        flag("", &["name-only"]),
+        flag("", &["no-name-only"]),
+        flag("", &["show-origin"]),
+        flag("", &["no-show-origin"]),
+        flag("", &["show-scope"]),
+        flag("", &["no-show-scope"]),
+        flag("", &["show-names"]),
+        flag("", &["no-show-names"]),
+        value("t", &["type"]),
+        flag("", &["no-type"]),
+        flag("", &["bool"]),
+        flag("", &["int"]),
+        flag("", &["bool-or-int"]),
+        flag("", &["bool-or-str"]),
+        flag("", &["path"]),
+        flag("", &["expiry-date"]),
+        flag("", &["includes"]),
+        flag("", &["no-includes"]),
+        value("", &["default"]),
+        flag("", &["no-default"]),
+        value("", &["comment"]),
+        flag("", &["no-comment"]),
+        flag("", &["fixed-value"]),
+        flag("", &["no-fixed-value"]),
+        // The subcommands' own.
+        flag("", &["all"]),
+        flag("", &["no-all"]),
+        flag("", &["regexp"]),
+        flag("", &["no-regexp"]),
+        value("", &["value"]),
+        flag("", &["no-value"]),
+        value("", &["url"]),
+        flag("", &["no-url"]),
+        flag("", &["append"]),
+        flag("", &["no-append"]),
+    ]],
+};
+
 /// The table of a read-only program, by name.
 pub fn table(program: &str) -> Option<&'static Table> {
     Some(match program {

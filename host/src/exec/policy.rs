@@ -271,25 +271,6 @@ const EXACT_TEXT_ARGS: &[(&str, Option<&str>, &[&str])] = &[
         None,
         &["--pre", "--hostname-bin", "--search-zip", "-z"],
     ),
-    (
-        "git",
-        Some("*"),
-        &[
-            "--textconv",
-            "--ext-diff",
-            "--upload-pack",
-            "--receive-pack",
-            "--exec",
-            "--extcmd",
-            "--open-files-in-pager",
-        ],
-    ),
-    ("git", Some("grep"), &["-O"]),
-    ("git", Some("rebase"), &["-x"]),
-    ("git", Some("difftool"), &[]),
-    ("git", Some("mergetool"), &[]),
-    ("git", Some("bisect"), &["run"]),
-    ("git", Some("submodule"), &["foreach"]),
     ("sort", None, &["--compress-program"]),
     (
         "tar",
@@ -309,12 +290,136 @@ const EXACT_TEXT_ARGS: &[(&str, Option<&str>, &[&str])] = &[
 ];
 
 /// git's options before the subcommand that change what git runs: keyed on the whole text.
+/// `-c`/`--config-env` set any configuration (`core.pager`, `core.sshCommand`,
+/// `core.fsmonitor`, `diff.external`, `credential.helper`, aliases… run programs);
+/// `--exec-path` picks where git's own programs come from; `--git-dir`, `--work-tree` and
+/// `--bare` point git at a repository (and its config and hooks) the kernel does not freeze;
+/// `-p`/`--paginate` runs the pager.
 const GIT_GLOBAL_EXACT: &[&str] = &[
     "-c",
     "--config-env",
     "--exec-path",
     "--git-dir",
     "--work-tree",
+    "--bare",
+    "-p",
+    "--paginate",
+];
+
+/// git options that run a program, whatever the subcommand (long options only; also looked
+/// for before the subcommand and after an alias): `--upload-pack`/`--receive-pack`/`--exec`
+/// name the program run at the other end (`sh -c` locally), `--textconv`/`--ext-diff` run
+/// configured diff programs, `--extcmd` a diff tool, `--open-files-in-pager` a pager.
+const GIT_EXEC_ANYWHERE: &[&str] = &[
+    "--textconv",
+    "--ext-diff",
+    "--upload-pack",
+    "--receive-pack",
+    "--exec",
+    "--extcmd",
+    "--open-files-in-pager",
+];
+
+/// git subcommands with options (or words) that run a program or make git run one later:
+/// (subcommand, spellings — read with git's table when there is one, strictly otherwise —,
+/// why).
+const GIT_EXEC_ARGS: &[(&str, &[&str], &str)] = &[
+    (
+        "clone",
+        &[
+            "-u",
+            "--upload-pack",
+            "-c",
+            "--config",
+            "--template",
+            "--separate-git-dir",
+        ],
+        "runs the given upload-pack, or sets up the new repository's config, hooks or git dir",
+    ),
+    (
+        "init",
+        &["--template", "--separate-git-dir"],
+        "plants the new repository's hooks or puts its git dir where it is not frozen",
+    ),
+    ("fetch", &["--upload-pack"], "runs the given upload-pack"),
+    ("pull", &["--upload-pack"], "runs the given upload-pack"),
+    (
+        "ls-remote",
+        &["--upload-pack"],
+        "runs the given upload-pack",
+    ),
+    (
+        "push",
+        &["--receive-pack", "--exec"],
+        "runs the given receive-pack",
+    ),
+    ("archive", &["--exec"], "runs the given upload-archive"),
+    (
+        "rebase",
+        &["-x", "--exec", "-i", "--interactive", "--edit-todo"],
+        "runs exec lines or an editable todo list",
+    ),
+    (
+        "grep",
+        &["-O", "--open-files-in-pager"],
+        "runs the given pager",
+    ),
+    (
+        "submodule",
+        &["foreach"],
+        "runs a command in every submodule",
+    ),
+    ("bisect", &["run"], "runs a command at every step"),
+    ("help", &["-w", "--web"], "runs a browser"),
+    (
+        "maintenance",
+        &["start", "register"],
+        "schedules git to run later",
+    ),
+];
+
+/// git subcommands that run other programs whatever their options: keyed on the whole text.
+const GIT_EXEC_COMMANDS: &[(&str, &str)] = &[
+    ("difftool", "runs the configured or given diff tool"),
+    ("difftool--helper", "runs the configured or given diff tool"),
+    ("mergetool", "runs the configured or given merge tool"),
+    ("filter-branch", "runs its filters as shell commands"),
+    ("daemon", "serves repositories and runs its access hook"),
+    ("instaweb", "starts a web server and a browser"),
+    ("web--browse", "runs a browser"),
+    ("credential", "runs credential helpers"),
+    ("credential-store", "reads and writes stored credentials"),
+    ("credential-cache", "runs a credential daemon"),
+    ("credential-cache--daemon", "runs a credential daemon"),
+    ("hook", "runs hooks"),
+    (
+        "send-email",
+        "sends mail (`--smtp-server` may be a program)",
+    ),
+    ("imap-send", "runs `imap.tunnel`"),
+    ("shell", "runs commands"),
+    ("remote-ext", "runs its command"),
+    ("submodule--helper", "runs `foreach` commands"),
+    ("receive-pack", "runs the target repository's hooks"),
+    ("p4", "runs another version-control program"),
+    ("svn", "runs another version-control program"),
+    ("cvsimport", "runs another version-control program"),
+    ("cvsexportcommit", "runs another version-control program"),
+    ("cvsserver", "runs another version-control program"),
+    ("archimport", "runs another version-control program"),
+];
+
+/// git subcommands that take a repository URL: a `<transport>::<address>` URL runs
+/// `git-remote-<transport>` (`ext::sh -c …` runs the command).
+const GIT_URL_COMMANDS: &[&str] = &[
+    "clone",
+    "fetch",
+    "pull",
+    "push",
+    "ls-remote",
+    "archive",
+    "remote",
+    "submodule",
 ];
 
 /// Dangerous forms: (program, subcommand or `None`, options any of which makes it dangerous —
@@ -782,6 +887,114 @@ fn git_config_script(kv: &str) -> Option<&str> {
     runs.then_some(value)
 }
 
+/// Options of git subcommands whose value is a command git runs: (subcommand, spellings).
+const GIT_SCRIPT_OPTS: &[(&str, &[&str])] = &[
+    ("clone", &["-u", "--upload-pack"]),
+    ("fetch", &["--upload-pack"]),
+    ("pull", &["--upload-pack"]),
+    ("ls-remote", &["--upload-pack"]),
+    ("push", &["--receive-pack", "--exec"]),
+    ("archive", &["--exec"]),
+    ("rebase", &["-x", "--exec"]),
+    ("difftool", &["-x", "--extcmd"]),
+    (
+        "filter-branch",
+        &[
+            "--env-filter",
+            "--tree-filter",
+            "--index-filter",
+            "--parent-filter",
+            "--msg-filter",
+            "--commit-filter",
+            "--tag-name-filter",
+        ],
+    ),
+];
+
+/// The values of the listed options in `args`, read strictly: for any prefix of a listed
+/// long name `--name=v` or `--name v`, for a listed short letter anywhere in a group the rest
+/// of the group or the next word.
+fn loose_values(args: &[String], listed: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        let next = || args.get(i + 1).cloned();
+        for l in listed {
+            if !loose_hit(a, l) {
+                continue;
+            }
+            if l.starts_with("--") {
+                out.extend(a.split_once('=').map(|(_, v)| v.to_string()).or_else(next));
+            } else if let Some(c) = l.chars().nth(1) {
+                let rest = a[1..].split_once(c).map_or("", |(_, r)| r);
+                out.extend(if rest.is_empty() {
+                    next()
+                } else {
+                    Some(rest.to_string())
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The command of an `ext::` URL (`ext::sh -c touch% x`: `% ` is a space, `%%` a `%`).
+fn ext_command(word: &str) -> Option<String> {
+    let url = word.split_once('=').map_or(word, |(_, v)| v);
+    let cmd = url.strip_prefix("ext::")?;
+    Some(cmd.replace("% ", " ").replace("%%", "%"))
+}
+
+/// The script texts a git command runs besides git: `rebase --exec`, `submodule foreach`,
+/// `bisect run`, `clone -u`, `filter-branch` filters, `clone -c` and `config` writes of
+/// program-valued keys, `ext::` URLs.
+fn git_scripts(argv: &[String]) -> Vec<String> {
+    let sub = subcommand_index(argv);
+    let Some(name) = argv.get(sub).map(String::as_str) else {
+        return Vec::new();
+    };
+    let args = &argv[sub + 1..];
+    let mut out = Vec::new();
+    for (s, opts) in GIT_SCRIPT_OPTS {
+        if *s == name {
+            out.extend(loose_values(args, opts));
+        }
+    }
+    let words_after = |word: &str| {
+        args.iter()
+            .position(|a| a == word)
+            .map(|i| {
+                args[i + 1..]
+                    .iter()
+                    .filter(|a| !a.starts_with('-'))
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .filter(|s| !s.is_empty())
+    };
+    match name {
+        "submodule" | "submodule--helper" => out.extend(words_after("foreach")),
+        "bisect" => out.extend(words_after("run")),
+        "clone" => out.extend(
+            loose_values(args, &["-c", "--config"])
+                .iter()
+                .filter_map(|kv| git_config_script(kv).map(str::to_string)),
+        ),
+        "config" => {
+            if let Ok(Some(w)) = git_config_write(args) {
+                for k in &w.keys {
+                    if let Some(v) = w.value {
+                        out.extend(git_config_script(&format!("{k}={v}")).map(str::to_string));
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    out.extend(args.iter().filter_map(|a| ext_command(a)));
+    out
+}
+
 /// Every command `argv` runs: itself, and (recursively) what its wrappers run, the commands of
 /// a shell's `-c` script, of `eval`, `env -S`, `watch`, `find -exec`, `python -m pip`,
 /// `git -c alias.x=!…`, and of program-valued variables (`GIT_SSH_COMMAND=…`). Leading
@@ -841,6 +1054,9 @@ fn commands(argv: &[String], depth: usize, out: &mut Vec<Vec<String>>) -> Result
                     }
                 }
                 i += 1;
+            }
+            for script in git_scripts(argv) {
+                commands_of_text(&script, depth + 1, out)?;
             }
         }
         n if n.starts_with("python") => {
@@ -967,18 +1183,8 @@ pub fn exact_text(argv: &[String]) -> Option<String> {
         return Some(format!("`{name}` runs another command"));
     }
     if name == "git" {
-        // Before the subcommand: its global options, and any option that runs a program.
-        let sub = subcommand_index(argv);
-        let anywhere = EXACT_TEXT_ARGS
-            .iter()
-            .filter(|(p, s, _)| *p == "git" && *s == Some("*"))
-            .flat_map(|(_, _, o)| o.iter());
-        let listed = GIT_GLOBAL_EXACT.iter().chain(anywhere);
-        if argv[1..sub]
-            .iter()
-            .any(|a| listed.clone().any(|o| loose_hit(a, o)))
-        {
-            return Some("`git` with these options runs or changes more than itself".into());
+        if let Some(why) = git_exact(argv) {
+            return Some(format!("`git` {why}"));
         }
     }
     for (p, sub, opts) in EXACT_TEXT_ARGS {
@@ -989,6 +1195,216 @@ pub fn exact_text(argv: &[String]) -> Option<String> {
         }
     }
     None
+}
+
+/// Why a `git` command runs (or makes git later run) a program other than git's own, if it
+/// does: a global option from [`GIT_GLOBAL_EXACT`], an option from [`GIT_EXEC_ANYWHERE`], a
+/// subcommand from [`GIT_EXEC_COMMANDS`], its options from [`GIT_EXEC_ARGS`], a
+/// `<transport>::` URL, or a config write [`git_config`] does not know to be harmless.
+fn git_exact(argv: &[String]) -> Option<String> {
+    let sub = subcommand_index(argv);
+    let listed = GIT_GLOBAL_EXACT.iter().chain(GIT_EXEC_ANYWHERE);
+    if argv[1..sub]
+        .iter()
+        .any(|a| listed.clone().any(|o| loose_hit(a, o)))
+    {
+        return Some("with these global options runs or changes more than itself".into());
+    }
+    let Some(name) = argv.get(sub) else {
+        return None;
+    };
+    let args = &argv[sub + 1..];
+    if args_hit("git", Some(name), args, GIT_EXEC_ANYWHERE) {
+        return Some("with these options runs another program".into());
+    }
+    if let Some((_, why)) = GIT_EXEC_COMMANDS.iter().find(|(s, _)| s == name) {
+        return Some(format!("{name} {why}"));
+    }
+    for (s, opts, why) in GIT_EXEC_ARGS {
+        if s == name && args_hit("git", Some(name), args, opts) {
+            return Some(format!("{name} with these options {why}"));
+        }
+    }
+    if GIT_URL_COMMANDS.contains(&name.as_str()) {
+        if let Some(url) = args.iter().find(|a| remote_helper_url(a)) {
+            return Some(format!(
+                "{name} `{url}` runs a remote helper (`ext::` runs a command)"
+            ));
+        }
+    }
+    if name == "config" {
+        return git_config(args).map(|why| format!("config {why}"));
+    }
+    None
+}
+
+/// Whether a word (or an option's `=value`) is a `<transport>::<address>` URL.
+fn remote_helper_url(word: &str) -> bool {
+    let url = match word.strip_prefix('-') {
+        Some(_) => match word.split_once('=') {
+            Some((_, v)) => v,
+            None => return false,
+        },
+        None => word,
+    };
+    url.split_once("::").is_some_and(|(t, _)| {
+        !t.is_empty()
+            && t.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && t.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c))
+    })
+}
+
+/// A config write: its key and value (`None` for an unset or a section change).
+struct ConfigWrite<'a> {
+    keys: Vec<&'a str>,
+    value: Option<&'a str>,
+}
+
+/// What `git config <args>` writes, read as git 2.47 reads it (legacy `--add`/`--unset`/…
+/// actions and the `set`/`unset`/`rename-section`/`remove-section`/`edit` subcommands):
+/// `Ok(None)` for a read, `Err(why)` for what is never keyed on the program name.
+fn git_config_write(args: &[String]) -> Result<Option<ConfigWrite<'_>>, String> {
+    let items = parse(&tables::GIT_CONFIG, args).map_err(|e| format!("with {e}"))?;
+    if has(&items, "--edit") {
+        return Err("--edit runs an editor on the config".into());
+    }
+    let operands: Vec<&str> = items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Operand(w) => Some(*w),
+            Item::Opt(_) => None,
+        })
+        .collect();
+    let legacy_write = ["--add", "--replace-all", "--unset", "--unset-all"]
+        .iter()
+        .any(|o| has(&items, o));
+    if has(&items, "--rename-section") || has(&items, "--remove-section") {
+        return Err("renames or removes a section".into());
+    }
+    let write = match operands.first().copied() {
+        _ if legacy_write => Some(ConfigWrite {
+            keys: operands.first().copied().into_iter().collect(),
+            value: if has(&items, "--unset") || has(&items, "--unset-all") {
+                None
+            } else {
+                operands.get(1).copied()
+            },
+        }),
+        Some("edit") => return Err("edit runs an editor on the config".into()),
+        Some("rename-section" | "remove-section") => {
+            return Err("renames or removes a section".into())
+        }
+        Some("set") => Some(ConfigWrite {
+            keys: operands.get(1).copied().into_iter().collect(),
+            value: operands.get(2).copied(),
+        }),
+        Some("unset") => Some(ConfigWrite {
+            keys: operands.get(1).copied().into_iter().collect(),
+            value: None,
+        }),
+        Some("list" | "get") => None,
+        _ if [
+            "--get",
+            "--get-all",
+            "--get-regexp",
+            "--get-urlmatch",
+            "--list",
+            "--get-color",
+            "--get-colorbool",
+        ]
+        .iter()
+        .any(|o| has(&items, o)) =>
+        {
+            None
+        }
+        Some(key) if operands.len() >= 2 => Some(ConfigWrite {
+            keys: vec![key],
+            value: operands.get(1).copied(),
+        }),
+        _ => None,
+    };
+    if let Some(w) = &write {
+        if has(&items, "--file") || has(&items, "--blob") {
+            return Err("--file writes a config file git may be pointed at later".into());
+        }
+        if w.keys.is_empty() {
+            return Err("writes without a key".into());
+        }
+    }
+    Ok(write)
+}
+
+/// Why a `git config` command is keyed on its whole text, if it is: an editor, a section
+/// change, a `--file` write, a value with a `<transport>::` URL, or a write (or unset) of a
+/// key that is not known to be harmless ([`git_config_key_harmless`]: `alias.*`, `core.*`,
+/// `*.command`, `include.*`, … are not).
+fn git_config(args: &[String]) -> Option<String> {
+    let write = match git_config_write(args) {
+        Ok(w) => w?,
+        Err(why) => return Some(why),
+    };
+    if write.value.is_some_and(remote_helper_url) {
+        return Some("writes a remote-helper URL".into());
+    }
+    write
+        .keys
+        .iter()
+        .find(|k| !git_config_key_harmless(k))
+        .map(|k| format!("writes `{k}`, which may run a program or change what git runs"))
+}
+
+/// Whether writing the config key `key` cannot make git run a program: an **allowlist** of
+/// sections and variables (identity, colors, advice, log/status/format display, branch and
+/// remote tracking, …). Everything else — `alias.*`, `core.*`, `include.*`, `includeIf.*`,
+/// `credential.*`, `filter.*`, `diff.<driver>.*`, `*.command`, `*.cmd`, `*.helper`,
+/// `*.program`, `*.sshCommand`, `*.textconv`, `url.*.insteadOf`, `protocol.*.allow`,
+/// `remote.*.uploadpack`, `sendemail.*`, `gpg.*`, `pager.*`, … — is keyed on the whole text.
+fn git_config_key_harmless(key: &str) -> bool {
+    let Some((section, rest)) = key.split_once('.') else {
+        return false;
+    };
+    let section = section.to_ascii_lowercase();
+    let (subsection, var) = match rest.rsplit_once('.') {
+        Some((s, v)) => (Some(s), v.to_ascii_lowercase()),
+        None => (None, rest.to_ascii_lowercase()),
+    };
+    if var.is_empty() {
+        return false;
+    }
+    match (section.as_str(), subsection) {
+        (
+            "user" | "author" | "committer" | "advice" | "status" | "log" | "format" | "tag"
+            | "commit" | "push" | "pull" | "fetch" | "rebase" | "rerere" | "column" | "grep"
+            | "i18n" | "blame" | "pack" | "index" | "feature",
+            None,
+        ) => true,
+        ("color" | "branch" | "gc", _) => true,
+        ("init", None) => var == "defaultbranch",
+        ("merge", None) => !matches!(var.as_str(), "tool" | "guitool"),
+        ("diff", None) => !matches!(var.as_str(), "external" | "tool" | "guitool"),
+        ("remote", None) => var == "pushdefault",
+        ("remote", Some(_)) => matches!(
+            var.as_str(),
+            "url"
+                | "pushurl"
+                | "fetch"
+                | "push"
+                | "mirror"
+                | "prune"
+                | "prunetags"
+                | "tagopt"
+                | "skipdefaultupdate"
+                | "skipfetchall"
+        ),
+        ("submodule", None) => true,
+        ("submodule", Some(_)) => matches!(
+            var.as_str(),
+            "url" | "path" | "branch" | "active" | "ignore" | "shallow" | "fetchrecursesubmodules"
+        ),
+        ("protocol", None) => var == "version",
+        _ => false,
+    }
 }
 
 /// Why a command is dangerous (always asks), if it is: itself or any command it runs (through
@@ -1451,6 +1867,278 @@ mod tests {
         ];
         for c in no {
             assert_eq!(exact_text(&argv(c)), None, "{c} should key on its program");
+        }
+    }
+
+    /// git's program-running options and subcommands (issue #13): every spelling git accepts
+    /// is keyed on the whole text, wherever it sits among git's global options; ordinary git
+    /// keys on the program.
+    #[test]
+    fn git_exec_table() {
+        let yes = [
+            // upload-pack / receive-pack / exec: short, attached, abbreviated, next word.
+            "git clone -u 'touch x' a b",
+            "git clone -utouch a b",
+            "git clone -qu x a b",
+            "git clone --upload-p=x a b",
+            "git clone --upload-pack x a b",
+            "git -C sub -c x=y clone -u x a b",
+            "git -C sub --no-pager clone -u x a b",
+            "git --namespace=n clone --upload-pack=x a b",
+            "git fetch --upload-pack x origin",
+            "git pull --upload-p=x origin",
+            "git ls-remote --upload-pack=x origin",
+            "git push --receive-pack=x origin",
+            "git push --exec=x origin",
+            "git push --rec x origin",
+            "git archive --remote=x --exec=y HEAD",
+            // Config for the new repository, templates, a git dir elsewhere.
+            "git clone -c core.fsmonitor=x a b",
+            "git clone --config=core.pager=x a b",
+            "git clone --template=t a b",
+            "git clone --separate-git-dir=g a b",
+            "git init --template t",
+            "git init --temp=t",
+            "git init --separate-git-dir g",
+            // Global options.
+            "git -c user.name=x commit -m y",
+            "git --config-env=core.pager=P log",
+            "git --config-env core.pager=P log",
+            "git -p log",
+            "git --paginate log",
+            "git --bare log",
+            "git --work-tree=w status",
+            "git --git-dir g status",
+            "git --exec-path=/x status",
+            "git -C a -p log",
+            // Subcommands and their words.
+            "git submodule foreach 'touch x'",
+            "git submodule --quiet foreach --recursive ls",
+            "git submodule--helper foreach ls",
+            "git rebase -x 'make test' HEAD~1",
+            "git rebase -xmake HEAD~1",
+            "git rebase --exec=make HEAD~1",
+            "git rebase --ex make HEAD~1",
+            "git rebase -i HEAD~1",
+            "git rebase --interactive HEAD~1",
+            "git rebase --edit-todo",
+            "git bisect run make",
+            "git difftool",
+            "git difftool -x cmd",
+            "git difftool --extcmd=cmd",
+            "git difftool --tool=x",
+            "git mergetool",
+            "git mergetool --tool x",
+            "git filter-branch --tree-filter x HEAD",
+            "git daemon --export-all",
+            "git instaweb",
+            "git web--browse http://x",
+            "git credential fill",
+            "git credential-store get",
+            "git credential-cache exit",
+            "git hook run pre-commit",
+            "git send-email --smtp-server=/bin/x a.patch",
+            "git imap-send",
+            "git shell -c x",
+            "git remote-ext origin 'sh -c x'",
+            "git receive-pack bare",
+            "git help -w log",
+            "git help --web log",
+            "git maintenance start",
+            "git maintenance register",
+            "git grep -Ocat x",
+            "git diff --textconv",
+            "git log --ext-diff",
+            // Remote helpers.
+            "git fetch 'ext::sh -c touch% x'",
+            "git clone ext::x b",
+            "git ls-remote ext::x",
+            "git push 'ext::x' main",
+            "git remote add evil 'ext::sh -c x'",
+            "git remote set-url origin ext::x",
+            "git archive --remote=ext::x HEAD",
+            "git submodule add ext::x m",
+            "git fetch fd::3",
+            // Config writes that may run a program or change what git runs.
+            "git config alias.x '!touch y'",
+            "git config alias.st status",
+            "git config Alias.X '!x'",
+            "git -C sub config alias.x '!x'",
+            "git config set alias.x '!x'",
+            "git config set --append alias.x '!x'",
+            "git config --add alias.x '!x'",
+            "git config --ad alias.x '!x'",
+            "git config --replace-all core.pager x",
+            "git config --rep core.pager x",
+            "git config core.fsmonitor x",
+            "git config core.pager x",
+            "git config core.sshCommand x",
+            "git config core.hooksPath h",
+            "git config core.autocrlf false",
+            "git config diff.external x",
+            "git config diff.x.textconv x",
+            "git config diff.x.command x",
+            "git config diff.tool x",
+            "git config merge.tool x",
+            "git config merge.x.driver x",
+            "git config filter.x.clean x",
+            "git config filter.x.smudge x",
+            "git config filter.x.process x",
+            "git config credential.helper x",
+            "git config credential.https://h.helper x",
+            "git config gpg.program x",
+            "git config gpg.ssh.program x",
+            "git config sequence.editor x",
+            "git config pager.log x",
+            "git config include.path ../x",
+            "git config includeIf.gitdir:/x.path y",
+            "git config url.ext::x.insteadOf origin",
+            "git config protocol.ext.allow always",
+            "git config protocol.allow always",
+            "git config remote.origin.uploadpack x",
+            "git config remote.origin.receivepack x",
+            "git config remote.origin.vcs x",
+            "git config remote.origin.url 'ext::sh -c x'",
+            "git config sendemail.smtpServer /bin/x",
+            "git config sendemail.toCmd x",
+            "git config difftool.x.cmd x",
+            "git config mergetool.x.path x",
+            "git config browser.x.path x",
+            "git config web.browser x",
+            "git config man.x.cmd x",
+            "git config interactive.diffFilter x",
+            "git config submodule.m.update '!x'",
+            "git config init.templateDir t",
+            "git config tar.x.command x",
+            "git config uploadpack.packObjectsHook x",
+            "git config safe.directory '*'",
+            "git config --unset core.fsmonitor",
+            "git config unset alias.x",
+            "git config --file x.cfg user.name t",
+            "git config -f x.cfg user.name t",
+            "git config --fil=x.cfg user.name t",
+            "git config -e",
+            "git config --edit",
+            "git config --ed",
+            "git config edit",
+            "git config --rename-section x alias",
+            "git config rename-section x alias",
+            "git config --remove-section alias",
+            "git config --frobnicate a.b c",
+            "git config --add",
+        ];
+        for c in yes {
+            let key = crate::exec::key_for_command(c).0;
+            assert_eq!(key.argv, None, "{c} must not be matched by argv patterns");
+            assert!(
+                exact_text(&argv(c)).is_some(),
+                "{c} should be keyed on its text"
+            );
+            assert!(!read_only(&argv(c)), "{c} must not be read-only");
+        }
+        let no = [
+            "git status",
+            "git log -p",
+            "git log -p --follow -- x",
+            "git diff",
+            "git diff HEAD~1 --stat",
+            "git show HEAD",
+            "git commit -m x",
+            "git commit -am 'fix curl handling'",
+            "git commit --template=msg.txt",
+            "git add .",
+            "git add -u",
+            "git fetch origin",
+            "git fetch -u origin main",
+            "git pull --rebase origin main",
+            "git clone ./src ./dst",
+            "git clone -b main -o up ./src ./dst",
+            "git init",
+            "git init -q sub",
+            "git -C sub log --oneline",
+            "git --no-pager log",
+            "git -P log",
+            "git grep -n 'std::io'",
+            "git log --grep='a::b'",
+            "git switch -c feature",
+            "git merge feature",
+            "git tag v1",
+            "git stash",
+            "git remote add origin https://example.com/x.git",
+            "git remote -v",
+            "git submodule update --init",
+            "git submodule status",
+            "git bisect start",
+            "git bisect good",
+            "git help log",
+            "git maintenance run",
+            "git config --get user.name",
+            "git config --get-all remote.origin.fetch",
+            "git config --list",
+            "git config -l",
+            "git config user.name",
+            "git config get user.name",
+            "git config list",
+            "git config --get-regexp 'alias.*'",
+            "git config --file x.cfg --get user.name",
+            "git config user.name x",
+            "git config user.email x@example.com",
+            "git config set user.name x",
+            "git config --local user.name x",
+            "git config --unset user.name",
+            "git config color.ui auto",
+            "git config color.diff.meta blue",
+            "git config push.default simple",
+            "git config pull.rebase true",
+            "git config init.defaultBranch main",
+            "git config branch.main.remote origin",
+            "git config remote.origin.url https://example.com/x.git",
+            "git config --add remote.origin.fetch '+refs/*:refs/*'",
+            "git config merge.conflictStyle diff3",
+            "git config diff.algorithm histogram",
+            "git config submodule.m.url ../m",
+            "git config protocol.version 2",
+            "git config --type=bool commit.gpgSign false",
+        ];
+        for c in no {
+            assert_eq!(exact_text(&argv(c)), None, "{c} should key on its program");
+        }
+        // Read-only git stays read-only.
+        for c in ["git status", "git log -p", "git diff", "git grep -n foo"] {
+            assert!(read_only(&argv(c)), "{c} should be read-only");
+        }
+    }
+
+    /// The commands git would run are looked into for banned programs (so `allow-all` does not
+    /// run `curl` through git either).
+    #[test]
+    fn git_scripts_are_checked_for_banned_programs() {
+        for c in [
+            "git rebase --exec 'curl x' HEAD~1",
+            "git rebase -xcurl HEAD~1",
+            "git submodule foreach 'curl x | sh'",
+            "git bisect run curl x",
+            "git clone -u 'curl x' a b",
+            "git clone --upload-p='wget x' a b",
+            "git fetch --upload-pack 'ssh h' origin",
+            "git push --exec='nc h 1' origin",
+            "git config alias.x '!curl x'",
+            "git config set alias.x '!curl x'",
+            "git config core.sshCommand 'ssh -v'",
+            "git clone -c core.pager='curl x' a b",
+            "git fetch 'ext::curl% x'",
+            "git difftool -x 'curl x'",
+            "git filter-branch --tree-filter 'curl x' HEAD",
+        ] {
+            assert!(banned(&argv(c), &[]).is_some(), "{c} should be banned");
+        }
+        for c in [
+            "git commit -m 'curl x'",
+            "git config user.name curl",
+            "git config alias.c commit",
+            "git rebase --exec 'make test' HEAD~1",
+        ] {
+            assert_eq!(banned(&argv(c), &[]), None, "{c}");
         }
     }
 
