@@ -127,9 +127,37 @@ pub struct Plan {
     /// mounts: the mount code decides (create `hooks`/an empty `config` beforehand, check after
     /// the command that none appeared or changed).
     pub git_unprotected: Vec<String>,
+    /// The (device, inode) of every deny-listed non-directory in the workspace (files inside
+    /// deny-listed directories included), sorted by (device, inode): a file with more than one
+    /// link whose inode is here is a second name of a secret. Not mounts: the file tools ask
+    /// [`Plan::linked_secret`], and the names found linking to them are in `secret_files`.
+    #[serde(default)]
+    pub secret_inodes: Vec<SecretInode>,
+}
+
+/// One deny-listed file's identity.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub struct SecretInode {
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+    /// Its workspace-relative path (lossy when not UTF-8).
+    pub path: String,
 }
 
 impl Plan {
+    /// The deny-listed file whose inode `(dev, ino)` is, if any.
+    pub fn linked_secret(&self, dev: u64, ino: u64) -> Option<&str> {
+        let i = self
+            .secret_inodes
+            .partition_point(|s| (s.dev, s.ino) < (dev, ino));
+        self.secret_inodes
+            .get(i)
+            .filter(|s| (s.dev, s.ino) == (dev, ino))
+            .map(|s| s.path.as_str())
+    }
+
     /// How many mounts the plan needs (`git_unprotected` are not mounts).
     pub fn mounts(&self) -> usize {
         self.secret_files.len()
@@ -228,6 +256,8 @@ enum Role {
     Modules,
     /// `<gitdir>/worktrees/`: every subdirectory is a git dir.
     Worktrees,
+    /// Inside a deny-listed directory (masked whole): read only for its files' inodes.
+    Secret,
 }
 
 /// A subdirectory to walk.
@@ -253,6 +283,11 @@ struct Listing {
     /// Paths that must be masked but cannot be named as a `String` (not valid UTF-8).
     unnamable: Vec<String>,
     descend: Vec<Child>,
+    /// The deny-listed non-directories' identities (one `fstatat` each when read).
+    secret_inodes: Vec<SecretInode>,
+    /// The inode numbers (`d_ino`, no system call) of the other regular files, sorted: where a
+    /// second name of a secret could be.
+    file_inos: Vec<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -345,10 +380,16 @@ impl Finder {
         }
         let Acc {
             mut plan,
-            unnamable,
+            mut unnamable,
             stats,
             unreadable,
         } = acc;
+        if let Err(message) =
+            self.linked_names(&root_fd, cache.root.as_ref(), &mut plan, &mut unnamable)
+        {
+            cache.plan = None;
+            return Err(message);
+        }
         cache.stats = stats;
         for rel in unreadable {
             if cache.warned.insert(rel.clone()) {
@@ -545,7 +586,7 @@ impl Finder {
         role: Role,
         budget: usize,
     ) -> Result<Listing, ReadError> {
-        let mut entries: Vec<(Vec<u8>, Kind)> = Vec::new();
+        let mut entries: Vec<(Vec<u8>, Kind, u64)> = Vec::new();
         while let Some(entry) = dir.read() {
             let entry = entry?;
             let name = entry.file_name();
@@ -564,7 +605,7 @@ impl Finder {
                     Err(e) => return Err(e.into()),
                 },
             };
-            entries.push((bytes.to_vec(), kind));
+            entries.push((bytes.to_vec(), kind, entry.ino()));
         }
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut l = Listing {
@@ -599,17 +640,40 @@ impl Finder {
             Role::Modules if is_git_dir(&entries) => Role::Git,
             other => other,
         };
+        // A deny-listed file's identity, for its other names; `None` when it is gone.
+        let identity = |name: &[u8], path: String| -> Result<Option<SecretInode>, ReadError> {
+            match statat(dir.fd()?, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => Ok(Some(inode_of(&st, path))),
+                Err(Errno::NOENT) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        };
         match role {
             Role::Tree => {
-                for (name, kind) in &entries {
+                for (name, kind, ino) in &entries {
                     if *kind == Kind::Link || (rel.is_empty() && name == STATE_DIR.as_bytes()) {
                         continue;
                     }
                     let (path, ok) = join(name);
                     let secret = (self.is_secret)(&path);
                     match (kind, secret) {
-                        (Kind::Dir, true) => push(|l| &mut l.secret_dirs, &mut l, path, ok),
-                        (_, true) => push(|l| &mut l.secret_files, &mut l, path, ok),
+                        (Kind::Dir, true) => {
+                            // Masked whole, and read for the inodes of what it holds.
+                            l.descend.push(Child {
+                                name: name.clone(),
+                                rel: path.clone(),
+                                exact: ok,
+                                role: Role::Secret,
+                            });
+                            push(|l| &mut l.secret_dirs, &mut l, path, ok)
+                        }
+                        (_, true) => {
+                            if let Some(id) = identity(name, path.clone())? {
+                                l.secret_inodes.push(id);
+                            }
+                            push(|l| &mut l.secret_files, &mut l, path, ok)
+                        }
+                        (Kind::File, false) if name != b".git" => l.file_inos.push(*ino),
                         (Kind::Dir, false) => {
                             let role = if name == b".git" {
                                 Role::Git
@@ -634,14 +698,14 @@ impl Finder {
                 push(|l| &mut l.git_dirs, &mut l, rel.to_string(), exact);
                 for wanted in GIT_READONLY {
                     let (path, ok) = join(wanted.as_bytes());
-                    match entries.iter().find(|(n, _)| n == wanted.as_bytes()) {
-                        Some((_, Kind::Link)) | None => {
+                    match entries.iter().find(|(n, _, _)| n == wanted.as_bytes()) {
+                        Some((_, Kind::Link, _)) | None => {
                             push(|l| &mut l.git_unprotected, &mut l, path, ok)
                         }
                         Some(_) => push(|l| &mut l.git_readonly, &mut l, path, ok),
                     }
                 }
-                for (name, kind) in &entries {
+                for (name, kind, _) in &entries {
                     if *kind != Kind::Dir {
                         continue;
                     }
@@ -663,13 +727,32 @@ impl Finder {
                     });
                 }
             }
+            Role::Secret => {
+                for (name, kind, _) in &entries {
+                    let (path, ok) = join(name);
+                    match kind {
+                        Kind::Link => {}
+                        Kind::Dir => l.descend.push(Child {
+                            name: name.clone(),
+                            rel: path,
+                            exact: ok,
+                            role: Role::Secret,
+                        }),
+                        Kind::File | Kind::Other => {
+                            if let Some(id) = identity(name, path)? {
+                                l.secret_inodes.push(id);
+                            }
+                        }
+                    }
+                }
+            }
             Role::Modules | Role::Worktrees => {
                 let role = if role == Role::Worktrees {
                     Role::Git
                 } else {
                     Role::Modules
                 };
-                for (name, kind) in &entries {
+                for (name, kind, _) in &entries {
                     if *kind != Kind::Dir {
                         continue;
                     }
@@ -683,7 +766,95 @@ impl Finder {
                 }
             }
         }
+        l.file_inos.sort_unstable();
         Ok(l)
+    }
+
+    /// Add to `plan.secret_files` the other names of deny-listed files: the regular files whose
+    /// `d_ino` (kept from the listings, no system call) is a secret's inode number, confirmed by
+    /// one `fstatat` of each candidate (same device and inode). Only directories holding a
+    /// candidate are read again.
+    fn linked_names(
+        &self,
+        root_fd: &OwnedFd,
+        root: Option<&Node>,
+        plan: &mut Plan,
+        unnamable: &mut Vec<String>,
+    ) -> Result<(), String> {
+        let Some(root) = root else { return Ok(()) };
+        let mut inos: Vec<u64> = plan.secret_inodes.iter().map(|s| s.ino).collect();
+        if inos.is_empty() {
+            return Ok(());
+        }
+        inos.sort_unstable();
+        inos.dedup();
+        plan.secret_inodes.sort();
+        let mut stack: Vec<(&Node, String, bool)> = vec![(root, String::new(), true)];
+        while let Some((node, rel, exact)) = stack.pop() {
+            for (child, slot) in node.listing.descend.iter().zip(&node.children) {
+                if let (Some(n), Role::Tree) = (slot, child.role) {
+                    stack.push((n, child.rel.clone(), child.exact));
+                }
+            }
+            let hit = node
+                .listing
+                .file_inos
+                .iter()
+                .any(|i| inos.binary_search(i).is_ok());
+            if !hit {
+                continue;
+            }
+            let here = if rel.is_empty() { "." } else { rel.as_str() };
+            let cannot = |e: Errno| {
+                format!(
+                    "cannot look for hard links to secrets in `{here}` of the workspace {}: {e}",
+                    self.workspace.display()
+                )
+            };
+            let fd = match rustix::fs::openat2(
+                root_fd,
+                here,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+                rustix::fs::ResolveFlags::BENEATH | rustix::fs::ResolveFlags::NO_SYMLINKS,
+            ) {
+                Ok(fd) => fd,
+                // Gone or swapped for a symlink since it was listed: its names are gone too.
+                Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP | Errno::XDEV) => continue,
+                Err(e) => return Err(cannot(e)),
+            };
+            let mut dir = Dir::new(fd).map_err(cannot)?;
+            while let Some(entry) = dir.read() {
+                let entry = entry.map_err(cannot)?;
+                if inos.binary_search(&entry.ino()).is_err() {
+                    continue;
+                }
+                let name = entry.file_name();
+                let Ok(st) = statat(dir.fd().map_err(cannot)?, name, AtFlags::SYMLINK_NOFOLLOW)
+                else {
+                    continue;
+                };
+                if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+                    continue;
+                }
+                let id = inode_of(&st, String::new());
+                if plan.linked_secret(id.dev, id.ino).is_none() {
+                    continue;
+                }
+                let part = String::from_utf8_lossy(name.to_bytes()).into_owned();
+                let path = if rel.is_empty() {
+                    part
+                } else {
+                    format!("{rel}/{part}")
+                };
+                if exact && std::str::from_utf8(name.to_bytes()).is_ok() {
+                    plan.secret_files.push(path);
+                } else {
+                    unnamable.push(path);
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -744,10 +915,20 @@ fn stat_kind(dir: BorrowedFd<'_>, name: &CStr) -> Result<Kind, Errno> {
 }
 
 /// Whether a directory under `modules/` is a git dir.
-fn is_git_dir(entries: &[(Vec<u8>, Kind)]) -> bool {
+fn is_git_dir(entries: &[(Vec<u8>, Kind, u64)]) -> bool {
     entries
         .iter()
-        .any(|(n, _)| n == b"HEAD" || n == b"config" || n == b"objects")
+        .any(|(n, _, _)| n == b"HEAD" || n == b"config" || n == b"objects")
+}
+
+// The `Stat` field types differ between architectures.
+#[allow(clippy::unnecessary_cast)]
+fn inode_of(st: &rustix::fs::Stat, path: String) -> SecretInode {
+    SecretInode {
+        dev: st.st_dev as u64,
+        ino: st.st_ino as u64,
+        path,
+    }
 }
 
 // The `Stat` field types differ between architectures.
@@ -777,6 +958,7 @@ fn add(plan: &mut Plan, unnamable: &mut Vec<String>, l: &Listing) {
     plan.git_readonly.extend_from_slice(&l.git_readonly);
     plan.git_files.extend_from_slice(&l.git_files);
     plan.git_unprotected.extend_from_slice(&l.git_unprotected);
+    plan.secret_inodes.extend_from_slice(&l.secret_inodes);
     unnamable.extend_from_slice(&l.unnamable);
 }
 
@@ -793,6 +975,8 @@ fn finish(plan: &mut Plan) {
         list.sort();
         list.dedup();
     }
+    plan.secret_inodes.sort();
+    plan.secret_inodes.dedup();
     let git: BTreeSet<&str> = plan.git_dirs.iter().map(String::as_str).collect();
     let mut pinned = BTreeSet::new();
     for path in plan.git_dirs.iter().chain(&plan.git_files) {
@@ -893,6 +1077,36 @@ mod tests {
         );
         assert!(plan.secret_dirs.is_empty());
         assert!(plan.git_dirs.is_empty());
+    }
+
+    #[test]
+    fn hard_links_to_secrets_are_masked_and_their_inodes_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, ".env");
+        write(root, "home/.ssh/id_ed25519");
+        write(root, "src/main.rs");
+        let f = finder(root);
+        let plan = f.plan().unwrap();
+        assert_eq!(plan.secret_files, strs(&[".env"]));
+        // Inside a masked directory too.
+        let paths: Vec<&str> = plan.secret_inodes.iter().map(|s| s.path.as_str()).collect();
+        assert_eq!(paths.len(), 2, "{paths:?}");
+        assert!(paths.contains(&"home/.ssh/id_ed25519"), "{paths:?}");
+        // Links made after the first plan, in directories already cached.
+        std::fs::hard_link(root.join(".env"), root.join("notes.txt")).unwrap();
+        std::fs::hard_link(root.join("home/.ssh/id_ed25519"), root.join("src/key.txt")).unwrap();
+        std::fs::hard_link(root.join("src/main.rs"), root.join("src/copy.rs")).unwrap();
+        let plan = f.plan().unwrap();
+        assert_eq!(
+            plan.secret_files,
+            strs(&[".env", "notes.txt", "src/key.txt"])
+        );
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(root.join("notes.txt")).unwrap();
+        assert_eq!(plan.linked_secret(m.dev(), m.ino()), Some(".env"));
+        let m = std::fs::metadata(root.join("src/copy.rs")).unwrap();
+        assert_eq!(plan.linked_secret(m.dev(), m.ino()), None);
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //! off the deny-list (secrets, the host's own state).
 
 use crate::error::{Error, Result};
+use crate::exec::view::{Finder, Plan};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 /// Where the workspace root is mounted inside every sandbox.
 pub const GUEST_ROOT: &str = "/workspace";
@@ -39,7 +41,36 @@ pub const DEFAULT_SECRETS: &[&str] = &[
     "**/.npmrc",
     "**/.pypirc",
     "**/.docker/config.json",
+    // Issue #13: the other files of this class a workspace (or a home directory in one) holds.
+    "**/.envrc",
+    "**/.kube/config",
+    "**/credentials.json",
+    "**/application_default_credentials.json",
+    "**/service-account*.json",
+    "**/*.tfvars",
+    "**/*.tfvars.json",
+    "**/*.tfstate",
+    "**/*.tfstate.backup",
+    "**/.terraformrc",
+    "**/terraform.rc",
+    "**/.pgpass",
+    "**/.cargo/credentials",
+    "**/.cargo/credentials.toml",
+    "**/.config/gh/hosts.yml",
+    "**/.vault-token",
+    "**/.gem/credentials",
+    "**/*.jks",
+    "**/*.keystore",
 ];
+
+/// The hint of every refusal to write a path with a `.git` component.
+pub const GIT_HINT: &str = "git internals are host state: no tool writes inside a `.git` directory or a `.git` file (hooks, config and `gitdir:` pointers run or redirect the user's own git); change them with git itself through the shell (`git config`, `git submodule`, `git worktree`)";
+
+/// Whether a `/`-separated path has a `.git` component, case-insensitively (`.GIT` is the
+/// same directory on a case-insensitive filesystem).
+pub fn has_git_component(rel: &str) -> bool {
+    rel.split('/').any(|c| c.eq_ignore_ascii_case(".git"))
+}
 
 /// How a path is going to be used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,7 +107,16 @@ pub struct Workspace {
     root: PathBuf,
     secrets: GlobSet,
     secret_patterns: Vec<String>,
+    /// Where the deny-listed files are (their inodes), for their hard links: the shell's
+    /// cached walk, refreshed only when a file with more than one link is met.
+    links: Finder,
 }
+
+/// One call's view of the secrets' inodes: looked up on the first file with more than one link
+/// the call meets, then kept for the rest of the call (a grep over many such files pays one
+/// refresh, not one each).
+#[derive(Debug, Default)]
+pub struct LinkSnapshot(Option<std::result::Result<Arc<Plan>, String>>);
 
 impl Workspace {
     /// Open the workspace at `root` with the default secrets plus `extra_secrets`.
@@ -108,11 +148,37 @@ impl Workspace {
             path: root.clone(),
             message: format!("secret patterns: {e}"),
         })?;
+        let matcher = secrets.clone();
+        let links = Finder::new(root.clone(), Box::new(move |rel| matcher.is_match(rel)));
         Ok(Workspace {
             root,
             secrets,
             secret_patterns: patterns,
+            links,
         })
+    }
+
+    /// The deny-listed file a regular file with identity `(dev, ino)` and `nlink` links is a
+    /// second name of. `None` for a file with one link (no syscall, no lookup) or no such
+    /// secret. When the index cannot be built (the workspace is too large to walk, or
+    /// unreadable), a file with several links fails closed: `Some` with the reason.
+    pub fn linked_secret(
+        &self,
+        snapshot: &mut LinkSnapshot,
+        dev: u64,
+        ino: u64,
+        nlink: u64,
+    ) -> Option<String> {
+        if nlink <= 1 {
+            return None;
+        }
+        let plan = snapshot.0.get_or_insert_with(|| self.links.plan());
+        match plan {
+            Ok(plan) => plan.linked_secret(dev, ino).map(|p| format!("`{p}`")),
+            Err(e) => Some(format!(
+                "an unknown file (where the secrets are could not be found: {e})"
+            )),
+        }
     }
 
     /// The canonical workspace root.
@@ -173,6 +239,9 @@ impl Workspace {
         if let Some(denial) = self.deny_listed(raw, &rel, access) {
             return Err(denial);
         }
+        if let Some(denial) = self.hard_link(raw, &host) {
+            return Err(denial);
+        }
         let guest = if rel == "." {
             GUEST_ROOT.to_string()
         } else {
@@ -192,6 +261,12 @@ impl Workspace {
                 });
             }
         }
+        if access == Access::Write && has_git_component(rel) {
+            return Some(ScopeDenial {
+                reason: format!("`{raw}` is inside git internals (a `.git` path component), which no tool may write"),
+                hint: GIT_HINT.into(),
+            });
+        }
         // The path itself and every ancestor, so `.ssh/config` is caught by `**/.ssh`.
         let mut candidate = Some(rel);
         while let Some(c) = candidate {
@@ -203,6 +278,35 @@ impl Workspace {
             }
             candidate = c.rfind('/').map(|i| &c[..i]);
         }
+        None
+    }
+}
+
+impl Workspace {
+    /// A hard link is the file it links to: an existing regular file with more than one link
+    /// whose inode is a deny-listed file's is denied as that file. One `stat` of the canonical
+    /// path; the index is consulted only for a file with several links.
+    #[cfg(unix)]
+    fn hard_link(&self, raw: &str, host: &Path) -> Option<ScopeDenial> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::symlink_metadata(host).ok()?;
+        if !meta.is_file() {
+            return None;
+        }
+        let secret = self.linked_secret(
+            &mut LinkSnapshot::default(),
+            meta.dev(),
+            meta.ino(),
+            meta.nlink(),
+        )?;
+        Some(ScopeDenial {
+            reason: format!("`{raw}` is a hard link to {secret}, which matches the secrets deny-list"),
+            hint: "a hard link is the file it links to: secrets are never given to tools under any name; remove the link, or if the file is not a secret, remove its pattern from `secrets` in .toolgate/policy.toml".into(),
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn hard_link(&self, _raw: &str, _host: &Path) -> Option<ScopeDenial> {
         None
     }
 }

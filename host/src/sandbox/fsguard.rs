@@ -31,7 +31,9 @@
 //! Descriptors of a store without a policy ([`FsGuard`] with no [`FsDeny`]) pass straight
 //! through to wasmtime-wasi.
 
-use crate::gate::scope::{Access, Workspace, GUEST_ROOT, OUTPUTS_DIR, STATE_DIR};
+use crate::gate::scope::{
+    has_git_component, Access, LinkSnapshot, Workspace, GUEST_ROOT, OUTPUTS_DIR, STATE_DIR,
+};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -100,6 +102,11 @@ impl FsDeny {
         if touches_state(rel, access) {
             return true;
         }
+        // Git internals are host state: nothing below a `.git`, nor a `.git` itself, is
+        // created, changed, renamed, linked or removed (SPEC §9).
+        if access == Access::Write && has_git_component(rel) {
+            return true;
+        }
         let mut end = rel.len();
         while end > verified {
             let candidate = &rel[..end];
@@ -112,6 +119,20 @@ impl FsDeny {
             }
         }
         false
+    }
+
+    /// Whether a regular file with identity `(dev, ino)` and `nlink` links is a second name
+    /// of a deny-listed file (see [`Workspace::linked_secret`]; free for `nlink <= 1`).
+    pub(crate) fn linked_secret(
+        &self,
+        snapshot: &mut LinkSnapshot,
+        dev: u64,
+        ino: u64,
+        nlink: u64,
+    ) -> bool {
+        self.workspace
+            .linked_secret(snapshot, dev, ino, nlink)
+            .is_some()
     }
 
     /// The canonical workspace root as the host sees it.
@@ -241,6 +262,8 @@ pub(crate) struct FsGuard {
     /// a tool that opens a file and asks its size at once (grep, read) gets it without a second
     /// system call. Used once, and forgotten when that descriptor is dropped.
     opened_stat: Option<(u32, types::DescriptorStat)>,
+    /// The secrets' inodes for this call, looked up on the first file with several links.
+    links: LinkSnapshot,
 }
 
 impl FsGuard {
@@ -382,7 +405,7 @@ impl GuardedFsView<'_> {
     /// regular file or directory then needs neither wasmtime-wasi's `stat-at` (four syscalls)
     /// nor, once opened, the real-path lookup through `/proc` (a same-inode `fstat` does).
     #[cfg(target_os = "linux")]
-    fn precheck(&self, fd: &Resource<Descriptor>, path: &str) -> Precheck {
+    fn precheck(&mut self, fd: &Resource<Descriptor>, path: &str) -> Precheck {
         use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
         let Ok(Descriptor::Dir(dir)) = self.inner.table.get(fd) else {
             return Precheck::Unknown;
@@ -398,6 +421,14 @@ impl GuardedFsView<'_> {
         };
         match rustix::fs::fstat(&target) {
             Ok(stat) => match FileType::from_raw_mode(stat.st_mode) {
+                // A second name of a secret is refused before it is opened (an open for
+                // writing could truncate it).
+                #[allow(clippy::unnecessary_cast)]
+                FileType::RegularFile
+                    if self.linked(stat.st_dev, stat.st_ino, stat.st_nlink as u64) =>
+                {
+                    Precheck::Refuse
+                }
                 FileType::RegularFile | FileType::Directory => {
                     Precheck::Plain((stat.st_dev, stat.st_ino))
                 }
@@ -449,6 +480,12 @@ impl GuardedFsView<'_> {
         if !kind.is_file() {
             return Err(ErrorCode::Access.into());
         }
+        {
+            use std::os::unix::fs::MetadataExt;
+            if self.linked(meta.dev(), meta.ino(), meta.nlink()) {
+                return Err(ErrorCode::Access.into());
+            }
+        }
         let file = wasmtime_wasi::filesystem::File::new(
             file,
             perms,
@@ -461,8 +498,19 @@ impl GuardedFsView<'_> {
     }
 
     #[cfg(not(target_os = "linux"))]
-    fn precheck(&self, _fd: &Resource<Descriptor>, _path: &str) -> Precheck {
+    fn precheck(&mut self, _fd: &Resource<Descriptor>, _path: &str) -> Precheck {
         Precheck::Unknown
+    }
+
+    /// Whether a regular file is a second name of a secret (free with one link).
+    fn linked(&mut self, dev: u64, ino: u64, nlink: u64) -> bool {
+        if nlink <= 1 {
+            return false;
+        }
+        let Some(deny) = self.guard.deny.clone() else {
+            return false;
+        };
+        deny.linked_secret(&mut self.guard.links, dev, ino, nlink)
     }
 }
 
@@ -686,6 +734,9 @@ impl HostDescriptor for GuardedFsView<'_> {
         } else {
             Precheck::Unknown
         };
+        // A regular file with several links reached the slow way: checked against the
+        // secrets' inodes once opened.
+        let mut several_links = false;
         match pre {
             Precheck::Refuse => return Err(ErrorCode::Access.into()),
             Precheck::Plain(_) => {}
@@ -702,6 +753,19 @@ impl HostDescriptor for GuardedFsView<'_> {
                     {
                         return Err(ErrorCode::Access.into());
                     }
+                    Ok(stat)
+                        if guarded
+                            && stat.type_ == types::DescriptorType::RegularFile
+                            && stat.link_count > 1 =>
+                    {
+                        // Its inode is not known before the open, and an open for writing
+                        // could truncate a secret: a write through a symlink (or on a kernel
+                        // without `openat2`) to a file with several links is refused.
+                        if access == Access::Write && self.guard.deny.is_some() {
+                            return Err(ErrorCode::Access.into());
+                        }
+                        several_links = true;
+                    }
                     _ => {}
                 }
             }
@@ -713,6 +777,22 @@ impl HostDescriptor for GuardedFsView<'_> {
                 self.guard.dirs.insert(opened.rep(), DirPath::Unguarded);
             }
             return Ok(opened);
+        }
+        if several_links {
+            let id = match self.inner.table.get(&opened)? {
+                Descriptor::File(f) => {
+                    use std::os::unix::fs::MetadataExt;
+                    f.file
+                        .metadata()
+                        .ok()
+                        .map(|m| (m.dev(), m.ino(), m.nlink()))
+                }
+                Descriptor::Dir(_) => None,
+            };
+            if id.is_none_or(|(dev, ino, nlink)| self.linked(dev, ino, nlink)) {
+                self.inner.table.delete(opened)?;
+                return Err(ErrorCode::Access.into());
+            }
         }
         let descriptor = self.inner.table.get(&opened)?;
         let is_dir = matches!(descriptor, Descriptor::Dir(_));
@@ -967,6 +1047,28 @@ mod tests {
         for (rel, access, denied) in cases {
             assert_eq!(d.denied(rel, 0, *access), *denied, "{rel} {access:?}");
         }
+        // Git internals: never written (any `.git` component, any case), still read.
+        for rel in [
+            ".git",
+            ".git/hooks/pre-commit",
+            ".git/config",
+            "src/.git/config",
+            "vendor/lib/.git",
+            ".GIT/config",
+            "a/.Git",
+        ] {
+            assert!(d.denied(rel, 0, Access::Write), "{rel}");
+            assert!(!d.denied(rel, 0, Access::Read), "{rel}");
+        }
+        for rel in [
+            ".gitignore",
+            ".github/ci.yml",
+            "src/.gitkeep",
+            "x.git/y",
+            "git/x",
+        ] {
+            assert!(!d.denied(rel, 0, Access::Write), "{rel}");
+        }
         // An already verified prefix is not matched again.
         assert!(d.denied("keys.pem/readme", 0, Access::Read));
         assert!(!d.denied("keys.pem/readme", 8, Access::Read));
@@ -1122,5 +1224,96 @@ mod tests {
         let r = probe(&root, false, ops).await;
         assert!(ok(&r, 0) && ok(&r, 1), "{r:?}");
         assert!(r[1]["entries"].as_array().unwrap().contains(&json!(".env")));
+    }
+
+    /// Every write-ish operation on a path with a `.git` component is refused, the same
+    /// operations elsewhere work, and reading `.git` still works.
+    #[tokio::test]
+    async fn git_internals_are_refused_to_every_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+        std::fs::write(root.join("a.txt"), "a").unwrap();
+        std::fs::create_dir(root.join("d")).unwrap();
+        let ws = "/workspace";
+        let r = probe(
+            &root,
+            true,
+            json!([
+                {"op": "write", "path": format!("{ws}/.git/hooks/pre-commit")},
+                {"op": "write", "path": format!("{ws}/.git/config")},
+                {"op": "mkdir", "path": format!("{ws}/.git/x")},
+                {"op": "mkdir", "path": format!("{ws}/d/.git")},
+                {"op": "rename", "path": format!("{ws}/a.txt"), "to": format!("{ws}/.git/hooks/post-checkout")},
+                {"op": "rename", "path": format!("{ws}/.git/config"), "to": format!("{ws}/config.bak")},
+                {"op": "rename", "path": format!("{ws}/d"), "to": format!("{ws}/.GIT")},
+                {"op": "symlink", "path": format!("{ws}/.git/hooks/pre-push"), "target": "../../a.txt"},
+                {"op": "symlink", "path": format!("{ws}/hooks"), "target": ".git/hooks"},
+                {"op": "remove", "path": format!("{ws}/.git/config")},
+                {"op": "write", "path": format!("{ws}/sub/.Git")},
+                // Allowed: reading git internals, and the same writes elsewhere.
+                {"op": "read", "path": format!("{ws}/.git/config")},
+                {"op": "list", "path": format!("{ws}/.git")},
+                {"op": "write", "path": format!("{ws}/b.txt")},
+                {"op": "mkdir", "path": format!("{ws}/d/e")},
+                {"op": "rename", "path": format!("{ws}/a.txt"), "to": format!("{ws}/c.txt")},
+            ]),
+        )
+        .await;
+        for (i, result) in r.iter().enumerate() {
+            assert_eq!(result["ok"], json!(i >= 11), "{i}: {result}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(root.join(".git/config")).unwrap(),
+            "[core]\n"
+        );
+        assert_eq!(
+            std::fs::read_dir(root.join(".git/hooks")).unwrap().count(),
+            0
+        );
+        assert!(!root.join(".GIT").exists());
+        assert!(!root.join("hooks").exists());
+    }
+
+    /// A hard link to a secret is the secret: not opened for reading or writing, by any path;
+    /// a hard link between ordinary files works as before.
+    #[tokio::test]
+    async fn a_hard_link_to_a_secret_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join(".env"), "KEY=hunter2").unwrap();
+        std::fs::create_dir(root.join("src")).unwrap();
+        std::fs::hard_link(root.join(".env"), root.join("src/notes.txt")).unwrap();
+        std::os::unix::fs::symlink("src/notes.txt", root.join("via-link")).unwrap();
+        std::fs::write(root.join("a.txt"), "plain").unwrap();
+        std::fs::hard_link(root.join("a.txt"), root.join("b.txt")).unwrap();
+        let ws = "/workspace";
+        let r = probe(
+            &root,
+            true,
+            json!([
+                {"op": "read", "path": format!("{ws}/src/notes.txt")},
+                {"op": "read", "path": format!("{ws}/src/../src/notes.txt")},
+                {"op": "read", "path": format!("{ws}/via-link")},
+                {"op": "write", "path": format!("{ws}/src/notes.txt")},
+                {"op": "write", "path": format!("{ws}/via-link")},
+                {"op": "read", "path": format!("{ws}/b.txt")},
+                {"op": "write", "path": format!("{ws}/b.txt")},
+            ]),
+        )
+        .await;
+        for (i, result) in r.iter().enumerate() {
+            assert_eq!(result["ok"], json!(i >= 5), "{i}: {result}");
+            assert!(!result.to_string().contains("hunter2"), "{result}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(root.join(".env")).unwrap(),
+            "KEY=hunter2"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("a.txt")).unwrap(),
+            "probe"
+        );
     }
 }

@@ -17,7 +17,9 @@
 //! at most [`WAIT`] so the call's deadline and cancellation still apply; dropping the reader
 //! (or the store, when the call ends in any way) stops the thread at its next file.
 
+use super::fsguard::FsDeny;
 use super::walk::{WalkOptions, Walker};
+use crate::gate::scope::LinkSnapshot;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -121,6 +123,8 @@ impl ra::Host for super::CallState {
         let cancel = super::current_cancel_flag();
         let (tx, rx) = mpsc::sync_channel(QUEUED);
         let work = Work {
+            deny: self.walk.deny.clone(),
+            links: LinkSnapshot::default(),
             walker,
             include,
             max_file: options.max_file_bytes,
@@ -187,6 +191,10 @@ impl ra::HostReader for super::CallState {
 /// The thread's side.
 struct Work {
     walker: Walker,
+    /// The deny-list, for the second names of secrets (hard links).
+    deny: Option<Arc<FsDeny>>,
+    /// The secrets' inodes for this reader, looked up on the first file with several links.
+    links: LinkSnapshot,
     include: Option<Include>,
     max_file: u64,
     stop: Arc<AtomicBool>,
@@ -226,7 +234,15 @@ impl Work {
             {
                 continue;
             }
-            let contents = read_plain(&found.host, self.max_file);
+            let (deny, links) = (&self.deny, &mut self.links);
+            let mut linked = |dev, ino, nlink| {
+                deny.as_ref()
+                    .is_some_and(|d| d.linked_secret(links, dev, ino, nlink))
+            };
+            // A hard link to a secret is skipped like the secret itself.
+            let Some(contents) = read_plain(&found.host, self.max_file, &mut linked) else {
+                continue;
+            };
             if let ra::Contents::Bytes(b) = &contents {
                 bytes += b.len();
             }
@@ -263,9 +279,15 @@ impl Work {
 /// Read the file at `path` (a canonical directory and a name) when it is plainly a regular
 /// file: opened with no symlink anywhere on the path and without blocking, judged by what was
 /// opened. One `openat2`, one `statx`, and for a file that does not change while it is read,
-/// one `read`.
+/// one `read`. `None` when `linked(dev, ino, nlink)` says the file is a second name of a secret
+/// (asked only of files with several links; no system call of its own).
 #[cfg(target_os = "linux")]
-fn read_plain(path: &Path, max_file: u64) -> ra::Contents {
+#[allow(clippy::unnecessary_cast)]
+fn read_plain(
+    path: &Path,
+    max_file: u64,
+    linked: &mut dyn FnMut(u64, u64, u64) -> bool,
+) -> Option<ra::Contents> {
     use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
     let Ok(fd) = rustix::fs::openat2(
         rustix::fs::CWD,
@@ -274,20 +296,23 @@ fn read_plain(path: &Path, max_file: u64) -> ra::Contents {
         Mode::empty(),
         ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
     ) else {
-        return ra::Contents::NotRead;
+        return Some(ra::Contents::NotRead);
     };
     let Ok(stat) = rustix::fs::fstat(&fd) else {
-        return ra::Contents::NotRead;
+        return Some(ra::Contents::NotRead);
     };
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-        return ra::Contents::NotRead;
+        return Some(ra::Contents::NotRead);
+    }
+    if stat.st_nlink > 1 && linked(stat.st_dev as u64, stat.st_ino as u64, stat.st_nlink as u64) {
+        return None;
     }
     let size = u64::try_from(stat.st_size).unwrap_or(0);
     if size > max_file {
-        return ra::Contents::TooLarge(size);
+        return Some(ra::Contents::TooLarge(size));
     }
     if size > MAX_READ_AHEAD_FILE {
-        return ra::Contents::NotRead;
+        return Some(ra::Contents::NotRead);
     }
     // One byte more than the size: a read that fills less than asked is at the end.
     let mut buf: Vec<u8> = Vec::with_capacity(size as usize + 1);
@@ -300,23 +325,27 @@ fn read_plain(path: &Path, max_file: u64) -> ra::Contents {
                 // The file grew while it was read.
                 let len = buf.len() as u64;
                 if len > max_file {
-                    return ra::Contents::TooLarge(len);
+                    return Some(ra::Contents::TooLarge(len));
                 }
                 if len > MAX_READ_AHEAD_FILE {
-                    return ra::Contents::NotRead;
+                    return Some(ra::Contents::NotRead);
                 }
                 buf.reserve(64 << 10);
             }
             Err(rustix::io::Errno::INTR) => {}
-            Err(_) => return ra::Contents::NotRead,
+            Err(_) => return Some(ra::Contents::NotRead),
         }
     }
-    ra::Contents::Bytes(buf)
+    Some(ra::Contents::Bytes(buf))
 }
 
 #[cfg(not(target_os = "linux"))]
-fn read_plain(_path: &Path, _max_file: u64) -> ra::Contents {
-    ra::Contents::NotRead
+fn read_plain(
+    _path: &Path,
+    _max_file: u64,
+    _linked: &mut dyn FnMut(u64, u64, u64) -> bool,
+) -> Option<ra::Contents> {
+    Some(ra::Contents::NotRead)
 }
 
 #[cfg(test)]
@@ -337,6 +366,12 @@ mod tests {
             .status()
             .unwrap();
         assert!(status.success());
+        let read_plain = |p: &Path, max| {
+            read_plain(p, max, &mut |_, _, _| {
+                panic!("asked about a file with one link")
+            })
+            .unwrap()
+        };
         let bytes = |c: ra::Contents| match c {
             ra::Contents::Bytes(b) => Some(b),
             _ => None,
@@ -368,6 +403,15 @@ mod tests {
             read_plain(&root.join("missing"), 100),
             ra::Contents::NotRead
         ));
+        // A file with several links is asked about once, and skipped when it is a secret's.
+        std::fs::hard_link(root.join("a.txt"), root.join("b.txt")).unwrap();
+        let mut asked = 0;
+        let got = super::read_plain(&root.join("b.txt"), 100, &mut |_, _, nlink| {
+            asked += 1;
+            nlink == 2
+        });
+        assert!(got.is_none());
+        assert_eq!(asked, 1);
     }
 
     /// The thread ends soon after the reader is dropped, whatever is left to read.
@@ -393,6 +437,8 @@ mod tests {
         let (tx, rx) = mpsc::sync_channel(QUEUED);
         let work = Work {
             walker: Walker::new(scope, "/workspace", WalkOptions::default()).unwrap(),
+            deny: None,
+            links: LinkSnapshot::default(),
             include: None,
             max_file: 100,
             stop: Arc::new(AtomicBool::new(false)),
