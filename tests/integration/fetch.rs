@@ -1,5 +1,6 @@
 //! The `fetch` built-in: keyed on the host, allowed hosts only, redirects re-checked, private
-//! addresses refused unless the policy names them. Every request stays on loopback.
+//! addresses refused unless the policy names them (with the port: an entry without one means
+//! port 80/443 only). Every request stays on loopback.
 
 use crate::common::*;
 use crate::plugins::serve_http;
@@ -16,7 +17,7 @@ async fn fetch_is_keyed_on_the_host_and_asks_for_it() {
     let ws = Ws::new();
     ws.write(
         ".toolgate/policy.toml",
-        "[network]\nallow_private = [\"127.0.0.1\"]\n",
+        format!("[network]\nallow_private = [\"127.0.0.1:{port}\"]\n"),
     );
     let g = gate(&ws, &[]).await;
     let o = call(
@@ -40,7 +41,7 @@ async fn fetch_gets_an_allowed_loopback_url_when_the_policy_names_it() {
     let ws = Ws::new();
     ws.write(
         ".toolgate/policy.toml",
-        "[network]\nallow_private = [\"127.0.0.1\"]\n",
+        format!("[network]\nallow_private = [\"127.0.0.1:{port}\"]\n"),
     );
     let g = gate(&ws, &["fetch:127.0.0.1"]).await;
     let o = ok(
@@ -78,7 +79,7 @@ async fn fetch_refuses_redirects_to_hosts_not_allowed_and_private_addresses() {
     let ws = Ws::new();
     ws.write(
         ".toolgate/policy.toml",
-        "[network]\nallow_private = [\"127.0.0.1\", \"localhost\"]\n",
+        format!("[network]\nallow_private = [\"127.0.0.1:{port}\", \"localhost:{port}\"]\n"),
     );
     let g = gate(&ws, &["fetch:127.0.0.1"]).await;
     // `localhost` may resolve privately, but `fetch:localhost` was never allowed.
@@ -124,7 +125,7 @@ async fn the_policy_caps_the_response_size() {
     let ws = Ws::new();
     ws.write(
         ".toolgate/policy.toml",
-        "[network]\nallow_private = [\"127.0.0.1\"]\nmax_response_bytes = 1024\n",
+        format!("[network]\nallow_private = [\"127.0.0.1:{port}\"]\nmax_response_bytes = 1024\n"),
     );
     let g = gate(&ws, &["fetch:127.0.0.1"]).await;
     let o = call(
@@ -144,7 +145,7 @@ async fn a_server_that_stops_sending_cannot_hold_the_call() {
     let ws = Ws::new();
     ws.write(
         ".toolgate/policy.toml",
-        "[network]\nallow_private = [\"127.0.0.1\"]\ntimeout_ms = 300\n",
+        format!("[network]\nallow_private = [\"127.0.0.1:{port}\"]\ntimeout_ms = 300\n"),
     );
     let g = gate(&ws, &["fetch:127.0.0.1"]).await;
     let started = std::time::Instant::now();

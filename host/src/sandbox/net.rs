@@ -27,8 +27,10 @@ use std::time::Duration;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
 /// One allowed destination: `host`, `*.domain`, optionally with a scheme (`https://host`) and a
-/// port (`host:8443`). Without a scheme both `http` and `https` match; without a port any port
-/// does.
+/// port (`host:8443`). Without a scheme both `http` and `https` match. Without a port, an
+/// allowlist pattern ([`HostPattern::matches`]) matches any port, but an `allow_private` entry
+/// ([`HostPattern::matches_private`]) only the scheme's default port (80, 443): naming a
+/// private host opens one service on it, not every port it listens on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostPattern {
     text: String,
@@ -103,6 +105,15 @@ impl HostPattern {
             && self.names_host(host)
     }
 
+    /// As an `[network] allow_private` entry: whether it lets `scheme://host:port` reach a
+    /// non-public address. A pattern without a port means the scheme's default port only.
+    pub fn matches_private(&self, scheme: &str, host: &str, port: u16) -> bool {
+        let wanted = self.port.unwrap_or(default_port(scheme));
+        self.scheme.as_deref().is_none_or(|s| s == scheme)
+            && wanted == port
+            && self.names_host(host)
+    }
+
     /// Whether this pattern names `host`, whatever the scheme and port.
     fn names_host(&self, host: &str) -> bool {
         let host = host.to_ascii_lowercase();
@@ -141,6 +152,15 @@ fn split_host_port(s: &str) -> Option<(String, Option<u16>)> {
     }
 }
 
+/// The port a URL without one means.
+fn default_port(scheme: &str) -> u16 {
+    if scheme.eq_ignore_ascii_case("https") {
+        443
+    } else {
+        80
+    }
+}
+
 fn parse_port(p: &str) -> Option<u16> {
     p.parse::<u16>().ok().filter(|p| *p != 0)
 }
@@ -158,48 +178,194 @@ fn valid_hostname(h: &str) -> bool {
 }
 
 /// Whether an address is on the public internet. Loopback, private ranges, link-local (cloud
-/// metadata lives at 169.254.169.254), carrier-grade NAT, multicast, documentation and reserved
-/// ranges are not; IPv4 inside IPv6 (mapped, NAT64) is judged by its IPv4 address.
+/// metadata lives at 169.254.169.254), carrier-grade NAT, multicast, documentation, benchmarking
+/// and reserved ranges are not; an IPv6 address that carries an IPv4 address (mapped,
+/// translated, compatible, 6to4, Teredo, NAT64) is judged by the IPv4 address inside.
 pub fn is_public(ip: IpAddr) -> bool {
+    not_public(ip).is_none()
+}
+
+/// Why `ip` is not a public address (`None`: it is), in words for a refusal.
+pub fn not_public(ip: IpAddr) -> Option<String> {
     match ip {
-        IpAddr::V4(v4) => is_public_v4(v4),
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_public_v4(v4);
-            }
-            let s = v6.segments();
-            // 64:ff9b::/96, the NAT64 prefix.
-            if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
-                let [a, b] = s[6].to_be_bytes();
-                let [c, d] = s[7].to_be_bytes();
-                return is_public_v4(Ipv4Addr::new(a, b, c, d));
-            }
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (s[0] & 0xfe00) == 0xfc00 // unique local
-                || (s[0] & 0xffc0) == 0xfe80 // link-local
-                || (s[0] & 0xffc0) == 0xfec0 // site-local (deprecated)
-                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
-                || v6 == Ipv6Addr::new(0, 0, 0, 0, 0, 0, 0, 1))
-        }
+        IpAddr::V4(v4) => not_public_v4(v4).map(str::to_string),
+        IpAddr::V6(v6) => not_public_v6(v6),
     }
 }
 
-fn is_public_v4(ip: Ipv4Addr) -> bool {
+/// The IPv4 addresses an IPv6 address carries, each with the name of the form. A packet to
+/// such an address reaches (or is meant to reach) the IPv4 host, so it is judged as that host.
+fn embedded_v4(v6: Ipv6Addr) -> Vec<(&'static str, Ipv4Addr)> {
+    let s = v6.segments();
+    let v4 = |hi: u16, lo: u16| {
+        let [a, b] = hi.to_be_bytes();
+        let [c, d] = lo.to_be_bytes();
+        Ipv4Addr::new(a, b, c, d)
+    };
+    let mut out = Vec::new();
+    if s[..5] == [0; 5] && s[5] == 0xffff {
+        // ::ffff:0:0/96
+        out.push(("IPv4-mapped", v4(s[6], s[7])));
+    } else if s[..4] == [0; 4] && s[4] == 0xffff && s[5] == 0 {
+        // ::ffff:0:0:0/96 (SIIT)
+        out.push(("IPv4-translated", v4(s[6], s[7])));
+    } else if s[..6] == [0; 6] {
+        // ::/96, deprecated but still routed by some stacks (`::` and `::1` land here too, and
+        // read as 0.0.0.0 and 0.0.0.1: never public).
+        out.push(("IPv4-compatible", v4(s[6], s[7])));
+    } else if s[0] == 0x2002 {
+        // 2002::/16: the IPv4 address is bits 16..48.
+        out.push(("6to4", v4(s[1], s[2])));
+    } else if s[0] == 0x2001 && s[1] == 0 {
+        // 2001::/32: the server is bits 32..64, the client the last 32 bits inverted.
+        out.push(("Teredo server", v4(s[2], s[3])));
+        out.push(("Teredo client", v4(!s[6], !s[7])));
+    } else if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0; 4] {
+        // 64:ff9b::/96, the well-known NAT64 prefix.
+        out.push(("NAT64", v4(s[6], s[7])));
+    } else if s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1 {
+        // 64:ff9b:1::/48, local-use NAT64 (RFC 8215): the operator picks the prefix length, so
+        // the address is read in every RFC 6052 layout, and any non-public reading refuses.
+        let b: Vec<u8> = s.iter().flat_map(|x| x.to_be_bytes()).collect();
+        for (name, at) in [
+            ("NAT64 /48", [6, 7, 9, 10]),
+            ("NAT64 /56", [7, 9, 10, 11]),
+            ("NAT64 /64", [9, 10, 11, 12]),
+            ("NAT64 /96", [12, 13, 14, 15]),
+        ] {
+            out.push((name, Ipv4Addr::new(b[at[0]], b[at[1]], b[at[2]], b[at[3]])));
+        }
+    }
+    out
+}
+
+fn not_public_v6(v6: Ipv6Addr) -> Option<String> {
+    let s = v6.segments();
+    if v6.is_unspecified() {
+        return Some("the unspecified address".into());
+    }
+    if v6.is_loopback() {
+        return Some("the loopback address".into());
+    }
+    let embedded = embedded_v4(v6);
+    for (form, v4) in &embedded {
+        if let Some(why) = not_public_v4(*v4) {
+            return Some(format!("the {form} form of {v4}, {why}"));
+        }
+    }
+    // Mapped, translated, compatible and NAT64 addresses lie outside 2000::/3; carrying a
+    // public IPv4 address, they are as public as it is.
+    if !embedded.is_empty() && (s[0] & 0xe000) != 0x2000 {
+        return None;
+    }
+    let why = if v6.is_multicast() {
+        "a multicast address"
+    } else if (s[0] & 0xfe00) == 0xfc00 {
+        "a unique-local address (fc00::/7)"
+    } else if (s[0] & 0xffc0) == 0xfe80 {
+        "a link-local address (fe80::/10)"
+    } else if (s[0] & 0xffc0) == 0xfec0 {
+        "a site-local address (fec0::/10)"
+    } else if s[0] == 0x2001 && s[1] == 0x0db8 || s[0] == 0x3fff && s[1] < 0x1000 {
+        "a documentation address (2001:db8::/32, 3fff::/20)"
+    } else if s[0] == 0x2001 && s[1] == 0x0002 && s[2] == 0 {
+        "a benchmarking address (2001:2::/48)"
+    } else if s[0] == 0x2001 && matches!(s[1] & 0xfff0, 0x0010 | 0x0020) {
+        "an ORCHID address (2001:10::/28, 2001:20::/28)"
+    } else if s[0] == 0x0100 && s[1..4] == [0; 3] {
+        "a discard-only address (100::/64)"
+    } else if s[0] == 0x5f00 {
+        "an SRv6 SID (5f00::/16)"
+    } else if (s[0] & 0xe000) != 0x2000 {
+        "not a global unicast address (outside 2000::/3)"
+    } else {
+        return None;
+    };
+    Some(why.into())
+}
+
+fn not_public_v4(ip: Ipv4Addr) -> Option<&'static str> {
     let [a, b, c, _] = ip.octets();
-    !(ip.is_loopback()
-        || ip.is_private()
-        || ip.is_link_local()
-        || ip.is_unspecified()
-        || ip.is_broadcast()
-        || ip.is_multicast()
-        || ip.is_documentation()
-        || a == 0
-        || (a == 100 && (64..128).contains(&b)) // carrier-grade NAT
-        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
-        || (a == 198 && (18..20).contains(&b)) // benchmarking
-        || a >= 240) // reserved
+    Some(if ip.is_loopback() {
+        "a loopback address"
+    } else if a == 169 && b == 254 {
+        "a link-local address (cloud metadata lives at 169.254.169.254)"
+    } else if ip.is_private() {
+        "a private address"
+    } else if a == 100 && (64..128).contains(&b) {
+        "a carrier-grade NAT address (100.64.0.0/10)"
+    } else if a == 0 {
+        "an address on \"this network\" (0.0.0.0/8)"
+    } else if ip.is_broadcast() {
+        "the broadcast address"
+    } else if ip.is_multicast() {
+        "a multicast address"
+    } else if ip.is_documentation() {
+        "a documentation address"
+    } else if a == 192 && b == 0 && c == 0 {
+        "an IETF protocol assignment (192.0.0.0/24)"
+    } else if a == 192 && b == 88 && c == 99 {
+        "a 6to4 relay anycast address (192.88.99.0/24)"
+    } else if a == 198 && (18..20).contains(&b) {
+        "a benchmarking address (198.18.0.0/15)"
+    } else if a >= 240 {
+        "a reserved address (240.0.0.0/4)"
+    } else {
+        return None;
+    })
+}
+
+/// If `host` is an IPv4 address in one of the shorthand forms URL parsers and `inet_aton`
+/// accept (`2130706433`, `0x7f.1`, `0177.0.0.1`, `127.1`, a trailing dot) rather than four
+/// plain decimal numbers, the address it means (or `None` inside when it means none). Such a
+/// host is refused outright: the allowlist, the gate's `fetch:HOST` key and `allow_private`
+/// are all written with the plain form, so a second spelling would be a second key.
+fn ipv4_shorthand(host: &str) -> Option<Option<Ipv4Addr>> {
+    let trimmed = host.strip_suffix('.').unwrap_or(host);
+    let last = trimmed.rsplit('.').next().unwrap_or("");
+    let numeric = |p: &str| {
+        !p.is_empty()
+            && (p.bytes().all(|c| c.is_ascii_digit())
+                || p.strip_prefix("0x")
+                    .or_else(|| p.strip_prefix("0X"))
+                    .is_some_and(|h| h.bytes().all(|c| c.is_ascii_hexdigit())))
+    };
+    // A name whose last label is a number is an IPv4 address to a URL parser (WHATWG "ends in
+    // a number"); anything else is a name.
+    if host.contains(':') || !numeric(last) || host.parse::<Ipv4Addr>().is_ok() {
+        return None;
+    }
+    let parts: Vec<&str> = trimmed.split('.').collect();
+    if parts.len() > 4 || !parts.iter().all(|p| numeric(p)) {
+        return Some(None);
+    }
+    let mut values = Vec::new();
+    for p in &parts {
+        let v = if let Some(h) = p.strip_prefix("0x").or_else(|| p.strip_prefix("0X")) {
+            if h.is_empty() {
+                Some(0)
+            } else {
+                u64::from_str_radix(h, 16).ok()
+            }
+        } else if p.len() > 1 && p.starts_with('0') {
+            u64::from_str_radix(&p[1..], 8).ok()
+        } else {
+            p.parse::<u64>().ok()
+        };
+        match v {
+            Some(v) => values.push(v),
+            None => return Some(None),
+        }
+    }
+    let (last, head) = values.split_last()?;
+    if head.iter().any(|v| *v > 255) || *last >= 1u64 << (8 * (5 - values.len())) {
+        return Some(None);
+    }
+    let mut n: u64 = *last;
+    for (i, v) in head.iter().enumerate() {
+        n += v << (8 * (3 - i));
+    }
+    Some(u32::try_from(n).ok().map(Ipv4Addr::from))
 }
 
 /// Whether a destination host is allowed beyond the grant's own lists (the fetch tool asks the
@@ -263,11 +429,11 @@ impl NetGrant {
         lists || self.also.as_ref().is_some_and(|check| check(host))
     }
 
-    fn private_allowed(&self, host: &str, ip: IpAddr) -> bool {
+    fn private_allowed(&self, scheme: &str, host: &str, port: u16, ip: IpAddr) -> bool {
         let ip_text = ip.to_string();
-        self.allow_private
-            .iter()
-            .any(|p| p.names_host(host) || p.names_host(&ip_text))
+        self.allow_private.iter().any(|p| {
+            p.matches_private(scheme, host, port) || p.matches_private(scheme, &ip_text, port)
+        })
     }
 
     fn refuse(&self, message: String) {
@@ -336,6 +502,15 @@ async fn send(
         return Err(HttpError::HttpRequestUriInvalid);
     };
     let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+    if let Some(meant) = ipv4_shorthand(&host) {
+        let meant = meant
+            .map(|ip| format!(" (it means {ip}; write that)"))
+            .unwrap_or_default();
+        grant.refuse(format!(
+            "{scheme}://{host}:{port}: `{host}` is an IPv4 address in a shorthand form{meant}; only four plain decimal numbers are accepted, so an address has one spelling in the allowlist, the policy's `[network] allow_private` and the `fetch:HOST` key"
+        ));
+        return Err(HttpError::DestinationIpProhibited);
+    }
     if !grant.host_allowed(&scheme, &host, port) {
         grant.refuse(format!(
             "{scheme}://{host}:{port}: `{host}` is not on this call's network allowlist"
@@ -370,13 +545,21 @@ async fn send(
     if addrs.is_empty() {
         return Err(HttpError::DestinationNotFound);
     }
-    if let Some(bad) = addrs
-        .iter()
-        .find(|a| !is_public(a.ip()) && !grant.private_allowed(&host, a.ip()))
-    {
+    for a in &addrs {
+        let Some(why) = not_public(a.ip()) else {
+            continue;
+        };
+        if grant.private_allowed(&scheme, &host, port, a.ip()) {
+            continue;
+        }
+        let entry = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
         grant.refuse(format!(
-            "{host} resolves to {}, a private, loopback or link-local address; the policy's `[network] allow_private` does not name it",
-            bad.ip()
+            "{scheme}://{entry}: {host} resolves to {}, {why}, not a public address; the policy's `[network] allow_private` does not name it with this port (to allow it, add \"{entry}\" there)",
+            a.ip()
         ));
         return Err(HttpError::DestinationIpProhibited);
     }
@@ -580,14 +763,92 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:169.254.169.254",
             "64:ff9b::a9fe:a9fe",
+            // Every IPv6 form that carries 127.0.0.1 or 169.254.169.254.
+            "::ffff:0:127.0.0.1",
+            "::127.0.0.1",
+            "::a9fe:a9fe",
+            "2002:7f00:1::",
+            "2002:a9fe:a9fe:1234::1",
+            "2001:0:4136:e378:8000:63bf:80ff:fffe", // Teredo client 127.0.0.1
+            "2001:0:7f00:1:0:0:f7f7:f7f7",          // Teredo server 127.0.0.1
+            "64:ff9b::127.0.0.1",
+            "64:ff9b:1::7f00:1",
+            "64:ff9b:1:7f00:1::",
+            // Ranges with no IPv4 inside.
+            "100::1",
+            "2001:2::1",
+            "2001:10::1",
+            "2001:20::1",
+            "2001:db8::1",
+            "3fff::1",
+            "5f00::1",
+            "ff02::1",
+            "fec0::1",
+            "4000::1",
+            "192.88.99.1",
+            "198.18.0.1",
+            "192.0.0.8",
+            "240.0.0.1",
+            "224.0.0.1",
         ] {
             let ip: IpAddr = ip.parse().unwrap_or_else(|e| panic!("{ip}: {e}"));
             assert!(!is_public(ip), "{ip} must not count as public");
         }
-        for ip in ["8.8.8.8", "140.82.112.3", "2606:4700::1111"] {
+        for ip in [
+            "8.8.8.8",
+            "140.82.112.3",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+            "2002:808:808::1",
+            "2001:0:4136:e378:8000:63bf:f7f7:f7f7", // Teredo client 8.8.8.8
+            "64:ff9b::8.8.8.8",
+        ] {
             let ip: IpAddr = ip.parse().unwrap_or_else(|e| panic!("{ip}: {e}"));
             assert!(is_public(ip), "{ip} is public");
         }
+    }
+
+    #[test]
+    fn ipv4_shorthands_are_recognised() {
+        let lo = Some(Some(Ipv4Addr::LOCALHOST));
+        for host in [
+            "2130706433",
+            "0x7f.1",
+            "0177.0.0.1",
+            "127.1",
+            "127.0.1",
+            "0x7f000001",
+            "127.0.0.1.",
+            "0x7F.0.0.1",
+        ] {
+            assert_eq!(ipv4_shorthand(host), lo, "{host}");
+        }
+        assert_eq!(ipv4_shorthand("1.2.3.4.5"), Some(None));
+        assert_eq!(ipv4_shorthand("4294967296"), Some(None));
+        assert_eq!(ipv4_shorthand("08.0.0.1"), Some(None));
+        for name in [
+            "127.0.0.1",
+            "example.com",
+            "1.example",
+            "::ffff:0:127.0.0.1",
+            "::1",
+            "0x7f.example",
+        ] {
+            assert_eq!(ipv4_shorthand(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn allow_private_without_a_port_means_the_default_port() {
+        assert!(p("127.0.0.1").matches_private("http", "127.0.0.1", 80));
+        assert!(!p("127.0.0.1").matches_private("http", "127.0.0.1", 8080));
+        assert!(p("127.0.0.1").matches_private("https", "127.0.0.1", 443));
+        assert!(!p("127.0.0.1").matches_private("https", "127.0.0.1", 80));
+        assert!(p("127.0.0.1:8080").matches_private("http", "127.0.0.1", 8080));
+        assert!(!p("127.0.0.1:8080").matches_private("http", "127.0.0.1", 8081));
+        assert!(p("[::1]:8080").matches_private("http", "::1", 8080));
+        assert!(p("localhost:3000").matches_private("http", "localhost", 3000));
+        assert!(!p("https://localhost:3000").matches_private("http", "localhost", 3000));
     }
 
     #[test]
