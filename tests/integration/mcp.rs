@@ -102,12 +102,15 @@ async fn stdio(ws: &Ws, args: &[&str], client: Client) -> Conn {
     client.serve(transport).await.unwrap()
 }
 
-/// A `toolgate serve --http 127.0.0.1:0` process and its MCP URL (read from its stderr, where
-/// it is printed once the listener accepts connections).
+/// A `toolgate serve --http 127.0.0.1:0` process, its MCP URL (read from its stderr, where
+/// it is printed once the listener accepts connections) and the bearer token it wants.
 struct HttpServer {
     child: std::process::Child,
     url: String,
     port: u16,
+    token: String,
+    /// What it printed on stderr before it listened.
+    banner: Vec<String>,
 }
 
 impl Drop for HttpServer {
@@ -118,12 +121,8 @@ impl Drop for HttpServer {
 }
 
 fn http_server(ws: &Ws, args: &[&str]) -> HttpServer {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
-    cmd.env("TOOLGATE_CACHE_DIR", cache_dir())
-        .env_remove("TOOLGATE_LOG")
-        .arg("--workspace")
-        .arg(ws.root())
-        .args(["serve", "--http", "127.0.0.1:0"])
+    let mut cmd = toolgate_command(ws);
+    cmd.args(["serve", "--http", "127.0.0.1:0"])
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -131,6 +130,7 @@ fn http_server(ws: &Ws, args: &[&str]) -> HttpServer {
     let mut child = cmd.spawn().unwrap();
     let stderr = child.stderr.take().unwrap();
     let mut lines = std::io::BufReader::new(stderr).lines();
+    let mut banner = Vec::new();
     let url = loop {
         let line = lines
             .next()
@@ -139,6 +139,7 @@ fn http_server(ws: &Ws, args: &[&str]) -> HttpServer {
         if let Some(rest) = line.strip_prefix("toolgate: serving MCP on ") {
             break rest.trim().to_string();
         }
+        banner.push(line);
     };
     // Keep draining stderr so the server never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines.by_ref() {});
@@ -147,11 +148,32 @@ fn http_server(ws: &Ws, args: &[&str]) -> HttpServer {
         .trim_end_matches("/mcp")
         .parse()
         .unwrap();
-    HttpServer { child, url, port }
+    let token_file = args
+        .iter()
+        .position(|a| *a == "--token-file")
+        .map(|i| std::path::PathBuf::from(args[i + 1]))
+        .unwrap_or_else(|| ws.user_dirs().state.join("http-token"));
+    let token = std::fs::read_to_string(token_file)
+        .unwrap()
+        .lines()
+        .find(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .unwrap()
+        .trim()
+        .to_string();
+    HttpServer {
+        child,
+        url,
+        port,
+        token,
+        banner,
+    }
 }
 
 async fn http(server: &HttpServer, client: Client) -> Conn {
-    let transport = StreamableHttpClientTransport::from_uri(server.url.clone());
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let config = StreamableHttpClientTransportConfig::with_uri(server.url.clone())
+        .auth_header(server.token.clone());
+    let transport = StreamableHttpClientTransport::from_config(config);
     client.serve(transport).await.unwrap()
 }
 
@@ -458,8 +480,8 @@ async fn http_serves_calls_and_keeps_sessions_apart() {
     b.cancel().await.unwrap();
 }
 
-/// One raw HTTP/1.1 POST to the server; returns the status code.
-fn raw_post(port: u16, host: &str, origin: Option<&str>) -> u16 {
+/// One raw HTTP/1.1 POST to the server with the bearer `token`; returns the status code.
+fn raw_post(port: u16, token: &str, host: &str, origin: Option<&str>) -> u16 {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
@@ -470,7 +492,7 @@ fn raw_post(port: u16, host: &str, origin: Option<&str>) -> u16 {
         .unwrap_or_default();
     write!(
         stream,
-        "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{origin}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{origin}Authorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -484,36 +506,101 @@ fn http_refuses_foreign_host_and_origin_headers() {
     let ws = Ws::new();
     let server = http_server(&ws, &[]);
     let port = server.port;
-    assert_eq!(raw_post(port, "evil.example", None), 403);
-    assert_eq!(raw_post(port, &format!("evil.example:{port}"), None), 403);
-    assert_eq!(raw_post(port, "localhost:1", None), 403);
+    let t = server.token.as_str();
+    assert_eq!(raw_post(port, t, "evil.example", None), 403);
+    assert_eq!(
+        raw_post(port, t, &format!("evil.example:{port}"), None),
+        403
+    );
+    assert_eq!(raw_post(port, t, "localhost:1", None), 403);
     assert_eq!(
         raw_post(
             port,
+            t,
             &format!("127.0.0.1:{port}"),
             Some("http://evil.example")
         ),
         403
     );
     // The same request with the right names is served.
-    assert_eq!(raw_post(port, &format!("127.0.0.1:{port}"), None), 200);
+    assert_eq!(raw_post(port, t, &format!("127.0.0.1:{port}"), None), 200);
     assert_eq!(
         raw_post(
             port,
+            t,
             &format!("localhost:{port}"),
             Some(&format!("http://localhost:{port}"))
         ),
         200
     );
+    // Without the right token, the right names are not enough.
+    assert_eq!(
+        raw_post(port, &"0".repeat(64), &format!("127.0.0.1:{port}"), None),
+        401
+    );
+}
+
+#[test]
+fn http_makes_a_private_token_file_says_where_it_is_and_reuses_it() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let ws = Ws::new();
+    let file = ws.user_dirs().state.join("http-token");
+    let first = http_server(&ws, &[]);
+    let banner = first.banner.join("\n");
+    assert!(banner.contains(&file.display().to_string()), "{banner}");
+    assert!(banner.contains("Authorization: Bearer <token>"), "{banner}");
+    assert!(banner.contains("created now"), "{banner}");
+    assert_eq!(first.token.len(), 64, "32 random bytes in hex");
+    assert!(first.token.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_eq!(std::fs::metadata(&file).unwrap().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&ws.user_dirs().state).unwrap().mode() & 0o777,
+        0o700
+    );
+    drop(first);
+    let second = http_server(&ws, &[]);
+    assert_eq!(second.token, std::fs::read_to_string(&file).unwrap().trim());
+    assert!(second.banner.join("\n").contains("the existing file"));
+    drop(second);
+    // A token file others can read is refused, and the message says how to fix it.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = toolgate_command(&ws)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("chmod 600"), "{stderr}");
+    assert!(stderr.contains(&file.display().to_string()), "{stderr}");
+}
+
+#[test]
+fn http_takes_its_tokens_from_token_file() {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let ws = Ws::new();
+    let path = ws.user_root().join("my-tokens");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .unwrap();
+    let (one, two) = ("1".repeat(40), "2".repeat(40));
+    writeln!(f, "# one token a line\n{one}\n{two}").unwrap();
+    drop(f);
+    let server = http_server(&ws, &["--token-file", path.to_str().unwrap()]);
+    let host = format!("127.0.0.1:{}", server.port);
+    assert_eq!(raw_post(server.port, &one, &host, None), 200);
+    assert_eq!(raw_post(server.port, &two, &host, None), 200);
+    assert_eq!(raw_post(server.port, &"3".repeat(40), &host, None), 401);
+    assert!(!ws.user_dirs().state.join("http-token").exists());
 }
 
 #[test]
 fn http_refuses_a_non_loopback_bind_without_allow_remote() {
     let ws = Ws::new();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .env("TOOLGATE_CACHE_DIR", cache_dir())
-        .arg("--workspace")
-        .arg(ws.root())
+    let out = toolgate_command(&ws)
         .args(["serve", "--http", "0.0.0.0:0"])
         .stdin(Stdio::null())
         .output()

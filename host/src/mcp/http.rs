@@ -6,25 +6,73 @@
 //!   access is on), and an `Origin` header, when present, must be `http://` one of them: a web
 //!   page that rebinds its DNS name to 127.0.0.1 sends its own name and is refused with 403
 //!   before anything else runs.
+//! - Every request must carry `Authorization: Bearer <token>` with a token from the token file
+//!   ([`HttpOptions::token_file`]; by default `$XDG_STATE_HOME/toolgate/http-token`, 32 random
+//!   bytes in hex, created on first use with mode 0600). A file may hold several tokens, one a
+//!   line; each client can get its own. Anything else is answered 401 before MCP sees it; the
+//!   comparison takes the same time whatever the presented token is.
 //! - Each MCP session (`Mcp-Session-Id`) is one [`super::McpConnection`], so one toolgate
-//!   session.
+//!   session. The id a client sees is 128 random bits from the OS, bound to the token (the
+//!   line of the token file) that created it: the same id with another token is answered 404,
+//!   exactly as an unknown id, so a token holder learns nothing about other tokens' sessions.
+//! - A client has [`HttpOptions::header_timeout`] (10 s) to send a request's headers, then the
+//!   connection is closed; at most [`HttpOptions::max_connections`] (64) are open at once, and a
+//!   connection over that is answered 503 with `Retry-After` and closed (it does not queue: a
+//!   local process holding connections open cannot make the server wait for it).
+//! - Every connection is its own task, and every MCP request its own task inside rmcp, so one
+//!   session's slow call (a command, a hook, an approval) does not hold up another session.
 
 use super::McpConnection;
 use crate::gate::Gate;
+use crate::userdirs::UserDirs;
 use anyhow::{bail, Context};
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::convert::Infallible;
+use std::io::{Read as _, Write as _};
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Semaphore;
 
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";
+
+/// The name of the token file in the user's state directory.
+pub const TOKEN_FILE_NAME: &str = "http-token";
+
+/// How long a client may take to send a request's headers by default: a client that trickles
+/// them (slowloris) would otherwise hold a connection, and a connection slot, forever.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Most connections open at once by default: each costs a task and buffers, and the server is
+/// for a few local clients, not a crowd.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
+
+/// Connections over the cap that still get a 503 answer (beyond these they are closed at once),
+/// so a flood of connections costs a bounded number of tasks.
+const OVERFLOW_RESPONDERS: usize = 16;
+
+/// Random bytes in a generated token.
+const TOKEN_BYTES: usize = 32;
+
+/// Shortest and longest token accepted from a token file: a short token can be guessed, and a
+/// huge line is a mistake.
+const MIN_TOKEN_CHARS: usize = 32;
+const MAX_TOKEN_CHARS: usize = 1024;
+
+/// The header carrying the MCP session id.
+const SESSION_HEADER: &str = "mcp-session-id";
 
 /// How to serve over HTTP.
 #[derive(Clone, Debug)]
@@ -35,6 +83,311 @@ pub struct HttpOptions {
     pub allow_remote: bool,
     /// Extra host names accepted in `Host`/`Origin` (with or without a port).
     pub allowed_hosts: Vec<String>,
+    /// The bearer-token file: one token a line (blank lines and `# comments` skipped), mode
+    /// 0600. Created with one fresh token if it does not exist. `None`: [`default_token_file`].
+    pub token_file: Option<PathBuf>,
+    /// How long a client may take to send a request's headers.
+    pub header_timeout: Duration,
+    /// Most connections open at once; more are answered 503.
+    pub max_connections: usize,
+}
+
+impl HttpOptions {
+    /// Options for `addr` with the defaults: loopback only, the default token file, 10 s for
+    /// headers, 64 connections.
+    pub fn new(addr: SocketAddr) -> Self {
+        HttpOptions {
+            addr,
+            allow_remote: false,
+            allowed_hosts: Vec::new(),
+            token_file: None,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+        }
+    }
+}
+
+/// What [`serve_http`] tells its caller once it accepts connections.
+#[derive(Clone, Debug)]
+pub struct Listening {
+    /// The bound address.
+    pub addr: SocketAddr,
+    /// The token file in use.
+    pub token_file: PathBuf,
+    /// Whether the token file was created just now.
+    pub created: bool,
+    /// How many tokens it holds.
+    pub tokens: usize,
+}
+
+/// `http-token` in the user's state directory.
+pub fn default_token_file(dirs: &UserDirs) -> PathBuf {
+    dirs.state.join(TOKEN_FILE_NAME)
+}
+
+/// The tokens a server accepts, kept as SHA-256 digests so comparing takes the same time
+/// whatever was presented (its length included).
+pub struct Tokens {
+    digests: Vec<[u8; 32]>,
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tokens({} tokens)", self.digests.len())
+    }
+}
+
+impl Tokens {
+    /// The tokens in `path`, creating the file with one fresh token when it does not exist
+    /// (true in the second field). With `private_dir`, the parent directory is created mode
+    /// 0700 if missing, and must be a real directory (not a symlink) no one else can write.
+    ///
+    /// Refused: a symlink at `path`, anything but a regular file, a file group or others can
+    /// read or write, a file of someone else's, and a file with no usable token.
+    pub fn load_or_create(path: &Path, private_dir: bool) -> anyhow::Result<(Tokens, bool)> {
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if private_dir {
+            ensure_private_dir(dir)?;
+        }
+        let created = match std::fs::symlink_metadata(path) {
+            Ok(_) => false,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_token_file(dir, path)?,
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("cannot read the token file {}", path.display()))
+            }
+        };
+        let text = read_private_file(path)?;
+        let tokens = Tokens::parse(&text)
+            .with_context(|| format!("the token file {} has no usable token", path.display()))?;
+        Ok((tokens, created))
+    }
+
+    /// Tokens from a token file's text: one a line, blank lines and `#` comments skipped.
+    pub fn parse(text: &str) -> anyhow::Result<Tokens> {
+        let mut digests = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let token = line.trim();
+            if token.is_empty() || token.starts_with('#') {
+                continue;
+            }
+            if !(MIN_TOKEN_CHARS..=MAX_TOKEN_CHARS).contains(&token.len())
+                || !token.bytes().all(|b| b.is_ascii_graphic())
+            {
+                bail!(
+                    "line {}: a token is {MIN_TOKEN_CHARS} to {MAX_TOKEN_CHARS} visible ASCII characters with no spaces (e.g. 64 hex digits: `openssl rand -hex 32`)",
+                    n + 1
+                );
+            }
+            digests.push(Sha256::digest(token.as_bytes()).into());
+        }
+        if digests.is_empty() {
+            bail!("write one token a line (e.g. `openssl rand -hex 32`), or delete the file to have a new one made");
+        }
+        Ok(Tokens { digests })
+    }
+
+    /// How many tokens there are.
+    pub fn len(&self) -> usize {
+        self.digests.len()
+    }
+
+    /// Whether there are none (never, for a loaded file).
+    pub fn is_empty(&self) -> bool {
+        self.digests.is_empty()
+    }
+
+    /// Which token (by its place in the file) `presented` is. Every stored token is compared,
+    /// each in constant time.
+    pub fn identify(&self, presented: &str) -> Option<usize> {
+        let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        let mut found = None;
+        for (i, stored) in self.digests.iter().enumerate() {
+            let diff = stored
+                .iter()
+                .zip(digest.iter())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+            if std::hint::black_box(diff) == 0 && found.is_none() {
+                found = Some(i);
+            }
+        }
+        found
+    }
+}
+
+/// Create `dir` mode 0700 if missing; refuse a symlink, a non-directory, or a directory group
+/// or others can write (they could put their own token there).
+fn ensure_private_dir(dir: &Path) -> anyhow::Result<()> {
+    if std::fs::symlink_metadata(dir).is_err() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let meta =
+        std::fs::symlink_metadata(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    if meta.file_type().is_symlink() || !meta.is_dir() {
+        bail!(
+            "{} is not a directory (a symlink is not followed there); remove it, or pass --token-file",
+            dir.display()
+        );
+    }
+    if meta.mode() & 0o022 != 0 {
+        bail!(
+            "{} can be written by group or others, who could replace the token; run `chmod 700 {}`",
+            dir.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Write a fresh token to `path` atomically: a private temporary file, then a hard link to
+/// the final name, which never replaces anything (a racing server's file, or a symlink someone
+/// planted, wins and is then judged as an existing file). True when this call created it.
+fn create_token_file(dir: &Path, path: &Path) -> anyhow::Result<bool> {
+    let token =
+        hex::encode(os_random::<TOKEN_BYTES>().context("cannot get random bytes from the OS")?);
+    let suffix = hex::encode(os_random::<8>().context("cannot get random bytes from the OS")?);
+    let tmp = dir.join(format!(".{TOKEN_FILE_NAME}.{suffix}.tmp"));
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(format!("{token}\n").as_bytes())?;
+        f.sync_all()
+    };
+    let result = write()
+        .with_context(|| format!("cannot write a token file in {}", dir.display()))
+        .and_then(|()| match std::fs::hard_link(&tmp, path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => {
+                Err(e).with_context(|| format!("cannot create the token file {}", path.display()))
+            }
+        });
+    let _ = std::fs::remove_file(&tmp);
+    result
+}
+
+/// Read a file that must be the caller's own regular file, not readable or writable by group
+/// or others, and not reached through a symlink.
+fn read_private_file(path: &Path) -> anyhow::Result<String> {
+    let shown = path.display();
+    let before = std::fs::symlink_metadata(path)
+        .with_context(|| format!("cannot read the token file {shown}"))?;
+    if before.file_type().is_symlink() {
+        bail!(
+            "the token file {shown} is a symlink, which is not followed; point at the file itself"
+        );
+    }
+    let f =
+        std::fs::File::open(path).with_context(|| format!("cannot open the token file {shown}"))?;
+    let meta = f
+        .metadata()
+        .with_context(|| format!("cannot read the token file {shown}"))?;
+    if (meta.dev(), meta.ino()) != (before.dev(), before.ino()) {
+        bail!("the token file {shown} changed while it was opened; try again");
+    }
+    if !meta.is_file() {
+        bail!("the token file {shown} is not a regular file");
+    }
+    if meta.mode() & 0o077 != 0 {
+        bail!(
+            "the token file {shown} can be read or written by group or others (mode {:o}); anyone who reads it can run tools as you. Run `chmod 600 {shown}` (and use a new token if others may have seen it)",
+            meta.mode() & 0o777
+        );
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let me = rustix::process::geteuid().as_raw();
+        if meta.uid() != me {
+            bail!(
+                "the token file {shown} belongs to user {}, not to you (user {me}); use your own file",
+                meta.uid()
+            );
+        }
+    }
+    let mut text = String::new();
+    f.take(64 * 1024)
+        .read_to_string(&mut text)
+        .with_context(|| format!("the token file {shown} is not text"))?;
+    Ok(text)
+}
+
+/// `N` random bytes from the operating system's generator.
+fn os_random<const N: usize>() -> std::io::Result<[u8; N]> {
+    let mut buf = [0u8; N];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
+    Ok(buf)
+}
+
+/// The session ids clients see, each bound to the token that created it, and the id rmcp
+/// knows the session by.
+#[derive(Default)]
+struct Sessions {
+    by_outer: Mutex<HashMap<String, Bound>>,
+}
+
+#[derive(Clone)]
+struct Bound {
+    inner: String,
+    token: usize,
+}
+
+impl Sessions {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Bound>> {
+        self.by_outer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// rmcp's id for `outer`, if it exists and belongs to `token`.
+    fn inner_for(&self, outer: &str, token: usize) -> Option<String> {
+        self.lock()
+            .get(outer)
+            .filter(|b| b.token == token)
+            .map(|b| b.inner.clone())
+    }
+
+    /// The id clients see for rmcp's `inner`, made (and bound to `token`) if new.
+    fn outer_for(&self, inner: &str, token: usize) -> std::io::Result<String> {
+        let mut map = self.lock();
+        if let Some((outer, _)) = map.iter().find(|(_, b)| b.inner == inner) {
+            return Ok(outer.clone());
+        }
+        let outer = hex::encode(os_random::<16>()?);
+        map.insert(
+            outer.clone(),
+            Bound {
+                inner: inner.to_string(),
+                token,
+            },
+        );
+        Ok(outer)
+    }
+
+    fn remove(&self, outer: &str) {
+        self.lock().remove(outer);
+    }
+
+    /// Forget ids whose rmcp session has ended.
+    async fn prune(&self, manager: &LocalSessionManager) {
+        let known: Vec<(String, String)> = self
+            .lock()
+            .iter()
+            .map(|(o, b)| (o.clone(), b.inner.clone()))
+            .collect();
+        for (outer, inner) in known {
+            if !manager.has_session(&inner.into()).await.unwrap_or(true) {
+                self.remove(&outer);
+            }
+        }
+    }
 }
 
 /// The `Host` and `Origin` values a request may carry.
@@ -96,12 +449,12 @@ impl Allowlist {
     }
 }
 
-/// Serve until the listener fails. `ready` is called with the bound address once it accepts
-/// connections.
+/// Serve until the listener fails. `ready` is called once it accepts connections, with the
+/// bound address and the token file in use.
 pub async fn serve_http(
     gate: Arc<Gate>,
     options: HttpOptions,
-    ready: impl FnOnce(SocketAddr),
+    ready: impl FnOnce(&Listening),
 ) -> anyhow::Result<()> {
     if !options.addr.ip().is_loopback() && !options.allow_remote {
         bail!(
@@ -109,6 +462,12 @@ pub async fn serve_http(
             options.addr
         );
     }
+    let (token_file, private_dir) = match &options.token_file {
+        Some(f) => (f.clone(), false),
+        None => (default_token_file(&UserDirs::from_env()), true),
+    };
+    let (tokens, created) = Tokens::load_or_create(&token_file, private_dir)?;
+    let tokens = Arc::new(tokens);
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .with_context(|| format!("cannot listen on {}", options.addr))?;
@@ -126,50 +485,202 @@ pub async fn serve_http(
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .with_legacy_session_mode(true);
+    let manager = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(
         move || Ok(McpConnection::new(gate.clone())),
-        Arc::new(LocalSessionManager::default()),
+        manager.clone(),
         config,
     );
-    ready(local);
+    let sessions = Arc::new(Sessions::default());
+    let connections = Arc::new(Semaphore::new(options.max_connections.max(1)));
+    let overflow = Arc::new(Semaphore::new(OVERFLOW_RESPONDERS));
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(options.header_timeout);
+    ready(&Listening {
+        addr: local,
+        token_file,
+        created,
+        tokens: tokens.len(),
+    });
 
     loop {
-        let (stream, _) = match listener.accept().await {
+        let (stream, peer) = match listener.accept().await {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "accepting a connection failed");
+                // Out of file descriptors, most likely: give the open connections a moment.
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
         };
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            let Ok(permit) = overflow.clone().try_acquire_owned() else {
+                tracing::warn!(%peer, "too many connections; closed one unanswered");
+                continue;
+            };
+            tracing::warn!(%peer, max = options.max_connections, "too many connections; answering 503");
+            let mut builder = builder.clone();
+            builder.keep_alive(false);
+            tokio::spawn(async move {
+                let handler = hyper::service::service_fn(|_req: Request<Incoming>| async {
+                    Ok::<_, Infallible>(busy_response())
+                });
+                let _ = builder
+                    .serve_connection(TokioIo::new(stream), handler)
+                    .await;
+                drop(permit);
+            });
+            continue;
+        };
         let service = service.clone();
         let allowlist = allowlist.clone();
+        let tokens = tokens.clone();
+        let sessions = sessions.clone();
+        let manager = manager.clone();
+        let builder = builder.clone();
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |req: Request<Incoming>| {
-                let mut service = service.clone();
+                let service = service.clone();
                 let allowlist = allowlist.clone();
+                let tokens = tokens.clone();
+                let sessions = sessions.clone();
+                let manager = manager.clone();
                 async move {
-                    if let Some(refusal) = refuse(&req, &allowlist) {
-                        return Ok::<_, Infallible>(refusal);
-                    }
-                    use tower_service::Service as _;
-                    service.call(req).await
+                    Ok::<_, Infallible>(
+                        handle(req, service, &allowlist, &tokens, &sessions, &manager).await,
+                    )
                 }
             });
-            if let Err(e) = hyper::server::conn::http1::Builder::new()
+            if let Err(e) = builder
                 .serve_connection(TokioIo::new(stream), handler)
                 .await
             {
                 tracing::debug!(error = %e, "HTTP connection ended with an error");
             }
+            drop(permit);
         });
     }
 }
 
-/// The response that refuses `req`, if it must be refused.
-fn refuse(
-    req: &Request<Incoming>,
+type Body = BoxBody<Bytes, Infallible>;
+
+/// One request: the checks, then rmcp with the session id translated.
+async fn handle(
+    mut req: Request<Incoming>,
+    mut service: StreamableHttpService<McpConnection, LocalSessionManager>,
     allowlist: &Allowlist,
-) -> Option<Response<BoxBody<Bytes, Infallible>>> {
+    tokens: &Tokens,
+    sessions: &Sessions,
+    manager: &LocalSessionManager,
+) -> Response<Body> {
+    if let Some(refusal) = refuse(&req, allowlist) {
+        return refusal;
+    }
+    let token = match authorize(&req, tokens) {
+        Ok(t) => t,
+        Err(message) => return unauthorized(message),
+    };
+    if req.uri().path() != MCP_PATH {
+        return text_response(
+            StatusCode::NOT_FOUND,
+            "Not found: the MCP endpoint is /mcp\n",
+        );
+    }
+    let outer = match req.headers().get(SESSION_HEADER) {
+        None => None,
+        Some(v) => {
+            let inner = v.to_str().ok().and_then(|outer| {
+                sessions
+                    .inner_for(outer, token)
+                    .map(|i| (outer.to_string(), i))
+            });
+            let Some((outer, inner)) = inner else {
+                // Unknown, ended, or another token's: the same answer for all three.
+                return rpc_error(
+                    StatusCode::NOT_FOUND,
+                    -32001,
+                    "Session not found: start a new session with an initialize request",
+                );
+            };
+            match hyper::header::HeaderValue::from_str(&inner) {
+                Ok(v) => {
+                    req.headers_mut().insert(SESSION_HEADER, v);
+                }
+                Err(_) => return text_response(StatusCode::INTERNAL_SERVER_ERROR, "bad session\n"),
+            }
+            Some(outer)
+        }
+    };
+    let deleting = req.method() == hyper::Method::DELETE;
+    use tower_service::Service as _;
+    let Ok(mut response) = service.call(req).await;
+    let created = response
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    if let Some(inner) = created {
+        if outer.is_none() {
+            sessions.prune(manager).await;
+        }
+        let shown = sessions
+            .outer_for(&inner, token)
+            .ok()
+            .and_then(|o| hyper::header::HeaderValue::from_str(&o).ok());
+        match shown {
+            Some(v) => {
+                response.headers_mut().insert(SESSION_HEADER, v);
+            }
+            None => {
+                return text_response(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "cannot make a session id: the OS random source failed\n",
+                )
+            }
+        }
+    }
+    if let (true, Some(outer)) = (deleting && response.status().is_success(), outer) {
+        sessions.remove(&outer);
+    }
+    response
+}
+
+/// Which token the request carries, or why it is refused.
+fn authorize(req: &Request<Incoming>, tokens: &Tokens) -> Result<usize, &'static str> {
+    let header = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let presented = header.and_then(|h| {
+        let (scheme, rest) = h.trim().split_once(' ')?;
+        scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+    });
+    let message = match presented.map(|t| tokens.identify(t)) {
+        Some(Some(token)) => return Ok(token),
+        Some(None) => "Unauthorized: the bearer token is wrong; send `Authorization: Bearer <token>` with a token from the file `toolgate serve --http` printed at start (by default $XDG_STATE_HOME/toolgate/http-token)",
+        None => "Unauthorized: send the header `Authorization: Bearer <token>`, with the token from the file `toolgate serve --http` printed at start (by default $XDG_STATE_HOME/toolgate/http-token)",
+    };
+    tracing::warn!(
+        bad_token = presented.is_some(),
+        "refused a request without a valid bearer token"
+    );
+    Err(message)
+}
+
+/// The 401 that refuses a request without a valid token.
+fn unauthorized(message: &str) -> Response<Body> {
+    let mut response = rpc_error(StatusCode::UNAUTHORIZED, -32001, message);
+    response.headers_mut().insert(
+        hyper::header::WWW_AUTHENTICATE,
+        hyper::header::HeaderValue::from_static("Bearer realm=\"toolgate\""),
+    );
+    response
+}
+
+/// The response that refuses `req` for its `Host` or `Origin`, if it must be refused.
+fn refuse(req: &Request<Incoming>, allowlist: &Allowlist) -> Option<Response<Body>> {
     let header = |name| {
         req.headers()
             .get(name)
@@ -186,16 +697,40 @@ fn refuse(
             "Forbidden: the Host or Origin header is not allowed\n",
         ));
     }
-    if req.uri().path() != MCP_PATH {
-        return Some(text_response(
-            StatusCode::NOT_FOUND,
-            "Not found: the MCP endpoint is /mcp\n",
-        ));
-    }
     None
 }
 
-fn text_response(status: StatusCode, text: &'static str) -> Response<BoxBody<Bytes, Infallible>> {
+/// A JSON-RPC error object (id null) as the body of an HTTP error, so MCP clients show its
+/// message.
+fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": code, "message": message},
+    });
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn busy_response() -> Response<Body> {
+    let mut response = rpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        -32000,
+        "Service unavailable: too many open connections to this toolgate server; retry shortly",
+    );
+    response.headers_mut().insert(
+        hyper::header::RETRY_AFTER,
+        hyper::header::HeaderValue::from_static("1"),
+    );
+    response
+}
+
+fn text_response(status: StatusCode, text: &'static str) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(
@@ -206,6 +741,7 @@ fn text_response(status: StatusCode, text: &'static str) -> Response<BoxBody<Byt
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -227,6 +763,67 @@ mod tests {
         assert!(!a.allows(Some("localhost"), None));
         assert!(!a.allows(Some("127.0.0.1:8080"), Some("http://evil.example")));
         assert!(!a.allows(Some("127.0.0.1:8080"), Some("null")));
+    }
+
+    #[test]
+    fn tokens_are_told_apart() {
+        let a = "a".repeat(64);
+        let b = "b".repeat(64);
+        let t = Tokens::parse(&format!("# mine\n{a}\n\n{b}\n")).unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.identify(&a), Some(0));
+        assert_eq!(t.identify(&b), Some(1));
+        assert_eq!(t.identify(&a[1..]), None);
+        assert_eq!(t.identify(""), None);
+        assert!(Tokens::parse("short\n").is_err());
+        assert!(Tokens::parse("# nothing\n").is_err());
+        assert!(Tokens::parse(&format!("{a} {b}\n")).is_err());
+    }
+
+    #[test]
+    fn a_token_file_is_made_private_and_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state/toolgate");
+        let file = state.join(TOKEN_FILE_NAME);
+        let (t, created) = Tokens::load_or_create(&file, true).unwrap();
+        assert!(created);
+        assert_eq!(t.len(), 1);
+        assert_eq!(std::fs::metadata(&file).unwrap().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::metadata(&state).unwrap().mode() & 0o777, 0o700);
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(text.trim().len(), 2 * TOKEN_BYTES);
+        let (again, created) = Tokens::load_or_create(&file, true).unwrap();
+        assert!(!created);
+        assert_eq!(again.identify(text.trim()), Some(0));
+        // No temporary files left behind.
+        assert_eq!(std::fs::read_dir(&state).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn loose_or_linked_token_files_are_refused() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tok");
+        std::fs::write(&file, format!("{}\n", "c".repeat(64))).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = format!("{:#}", Tokens::load_or_create(&file, false).unwrap_err());
+        assert!(e.contains("chmod 600"), "{e}");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let e = format!("{:#}", Tokens::load_or_create(&link, false).unwrap_err());
+        assert!(e.contains("symlink"), "{e}");
+        // A symlinked state directory is not followed either.
+        let real = dir.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        let state = dir.path().join("state");
+        std::os::unix::fs::symlink(&real, &state).unwrap();
+        let e = format!(
+            "{:#}",
+            Tokens::load_or_create(&state.join(TOKEN_FILE_NAME), true).unwrap_err()
+        );
+        assert!(e.contains("symlink"), "{e}");
+        assert!(!real.join(TOKEN_FILE_NAME).exists());
     }
 
     #[test]
