@@ -1,11 +1,15 @@
 //! Audit events: for every call its intent (redacted input and its hash), the decision with
-//! its stage and source, when execution started, and how it completed.
+//! its stage and source, when execution started, and how it completed. No secret is stored by
+//! value: every detail is scanned on its way in (see `super::redact`).
 
+use super::redact::{scan, secret_name_kind};
 use super::{now_ms, StateDb};
 use crate::error::Result;
 use rusqlite::Connection;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::mpsc;
 
@@ -44,9 +48,11 @@ pub struct AuditQuery {
 }
 
 impl StateDb {
-    /// Append events for one call. They are written by the audit writer thread (batched, one
-    /// transaction per batch) so the call does not wait for SQLite; [`StateDb::flush_audit`],
-    /// every audit query and dropping the database wait until they are on disk.
+    /// Append events for one call. Every string in each detail is scanned for secrets first
+    /// (see [`scrub`]), so nothing stored depends on the caller having redacted it. They are
+    /// written by the audit writer thread (batched, one transaction per batch) so the call
+    /// does not wait for SQLite; [`StateDb::flush_audit`], every audit query and dropping the
+    /// database wait until they are on disk.
     pub fn audit(
         &self,
         call_id: &str,
@@ -57,13 +63,17 @@ impl StateDb {
         let at = now_ms();
         let rows: Vec<AuditRow> = events
             .iter()
-            .map(|(event, detail)| AuditRow {
-                call_id: call_id.to_string(),
-                at_ms: at,
-                session: session.to_string(),
-                tool: tool.to_string(),
-                event: event.to_string(),
-                detail: detail.to_string(),
+            .map(|(event, detail)| {
+                let mut detail = detail.clone();
+                scrub(&mut detail);
+                AuditRow {
+                    call_id: call_id.to_string(),
+                    at_ms: at,
+                    session: session.to_string(),
+                    tool: tool.to_string(),
+                    event: event.to_string(),
+                    detail: detail.to_string(),
+                }
             })
             .collect();
         let rows = match self.writer.send(AuditMsg::Rows(rows)) {
@@ -141,50 +151,133 @@ impl StateDb {
     }
 }
 
-/// Input as stored in the audit log: values under secret-looking keys replaced, long strings
-/// cut to a prefix with their length and hash.
+/// Fields whose value is file text (write's `content`, edit's `old_string` / `new_string`,
+/// the same inside multiedit's `edits`): the audit keeps their size, hash and a redacted
+/// excerpt, never the text, which is history's to keep.
+const TEXT_FIELDS: &[&str] = &["content", "old_string", "new_string"];
+
+/// Keys the host itself writes with a sha256 hex digest as value: never scanned (a digest is
+/// not a secret, and it is how two calls are compared).
+const HOST_DIGEST_KEYS: &[&str] = &["input_sha256", "sha256"];
+
+/// Strings longer than this are stored as a prefix with their length and hash, and text
+/// fields keep an excerpt this long.
+const MAX_STORED: usize = 200;
+
+/// How much of a long string is scanned before it is cut: a secret that starts inside the
+/// kept prefix is seen whole (a PEM key block is about 3 kB), and a 64 MiB write is not
+/// scanned to its end for 200 bytes of excerpt.
+const SCAN_WINDOW: usize = 16 << 10;
+
+/// Input as stored in the audit log: values under secret-looking keys replaced by
+/// `[redacted]`, every string scanned for secret values (see [`super::redact`]), file text
+/// stored as `{bytes, sha256, excerpt}`, other long strings cut to a prefix with their length
+/// and hash.
 pub fn redact(input: &Value) -> Value {
-    const MAX: usize = 200;
     match input {
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(k, v)| {
-                    let lower = k.to_ascii_lowercase();
-                    let secret = [
-                        "password",
-                        "secret",
-                        "token",
-                        "apikey",
-                        "api_key",
-                        "authorization",
-                        "credential",
-                        "cookie",
-                    ]
-                    .iter()
-                    .any(|s| lower.contains(s));
-                    if secret {
-                        (k.clone(), Value::String("[redacted]".into()))
-                    } else {
-                        (k.clone(), redact(v))
-                    }
+                    let v = match v {
+                        Value::String(s) if TEXT_FIELDS.contains(&k.as_str()) => json!({
+                            "bytes": s.len(),
+                            "sha256": hex::encode(Sha256::digest(s.as_bytes())),
+                            "excerpt": excerpt(s).0,
+                        }),
+                        _ if is_host_digest(k, v) => v.clone(),
+                        _ if secret_name_kind(k).is_some() => Value::String(REDACTED.into()),
+                        _ => redact(v),
+                    };
+                    (scan(k).into_owned(), v)
                 })
                 .collect(),
         ),
         Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
-        Value::String(s) if s.len() > MAX => {
-            use sha2::{Digest, Sha256};
-            let mut cut = MAX;
-            while !s.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            Value::String(format!(
-                "{}… [{} bytes, sha256 {}]",
-                &s[..cut],
+        Value::String(s) if s.len() > MAX_STORED => match excerpt(s) {
+            // Short enough once its secrets are markers.
+            (whole, true) => Value::String(whole),
+            (cut, false) => Value::String(format!(
+                "{cut}… [{} bytes, sha256 {}]",
                 s.len(),
                 &hex::encode(Sha256::digest(s.as_bytes()))[..16]
-            ))
-        }
+            )),
+        },
+        Value::String(s) => Value::String(scan(s).into_owned()),
         other => other.clone(),
+    }
+}
+
+/// What replaces a value under a secret-looking key: nothing of it is shown, not even its
+/// kind, since the key only says it is secret.
+const REDACTED: &str = "[redacted]";
+
+/// The first [`MAX_STORED`] bytes of `s` after scanning, and whether that is all of it; a
+/// marker is never cut in half (the cut moves before it).
+fn excerpt(s: &str) -> (String, bool) {
+    let window = prefix(s, MAX_STORED + SCAN_WINDOW);
+    let scanned = scan(window);
+    let mut cut = prefix(&scanned, MAX_STORED).len();
+    if let Some(open) = scanned[..cut].rfind("[redacted") {
+        if !scanned[open..cut].contains("…]") && scanned[open..].contains("…]") {
+            cut = open;
+        }
+    }
+    let whole = cut == scanned.len() && window.len() == s.len();
+    (scanned[..cut].to_string(), whole)
+}
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a char boundary.
+fn prefix(s: &str, max: usize) -> &str {
+    let mut cut = max.min(s.len());
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &s[..cut]
+}
+
+fn is_host_digest(key: &str, v: &Value) -> bool {
+    HOST_DIGEST_KEYS.contains(&key)
+        && v.as_str().is_some_and(|s| {
+            s.len() == 64
+                && s.bytes()
+                    .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+        })
+}
+
+/// What the audit writer does to every event detail, whoever built it: every string value and
+/// key is scanned for secrets and values under secret-looking keys are replaced, so a caller
+/// that forgot [`redact`] (or a reason, summary or error that quotes the input) stores no
+/// secret by value. Idempotent: markers are not matched again.
+fn scrub(v: &mut Value) {
+    match v {
+        Value::String(s) => {
+            if let Cow::Owned(clean) = scan(s) {
+                *s = clean;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(scrub),
+        Value::Object(map) => {
+            if map.keys().any(|k| matches!(scan(k), Cow::Owned(_))) {
+                let old = std::mem::take(map);
+                *map = old
+                    .into_iter()
+                    .map(|(k, v)| (scan(&k).into_owned(), v))
+                    .collect();
+            }
+            for (k, v) in map.iter_mut() {
+                if is_host_digest(k, v) {
+                    continue;
+                }
+                if secret_name_kind(k).is_some() {
+                    if v.as_str() != Some(REDACTED) {
+                        *v = Value::String(REDACTED.into());
+                    }
+                } else {
+                    scrub(v);
+                }
+            }
+        }
+        _ => {}
     }
 }
 
