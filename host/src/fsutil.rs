@@ -1,11 +1,208 @@
-//! Small filesystem helpers the host uses for its own files.
+//! Small filesystem helpers the host uses for its own files, and the one way the host opens a
+//! workspace file itself ([`open_regular`]).
+//!
+//! A workspace is untrusted: any name in it may be a FIFO (an `open` for reading waits for a
+//! writer forever), a device (`/dev/zero`-like nodes never end), a socket, or a symlink that
+//! appeared after the scope check. The host's own looks at workspace files (staleness stamps,
+//! history snapshots) all go through [`open_regular`], which never blocks and refuses anything
+//! that is not a regular file before reading a byte.
 
-use std::io::Write;
-use std::path::Path;
+use std::fs::{File, Metadata};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The observation error code for a target that is not a regular file.
+pub const NOT_A_REGULAR_FILE: &str = "not-a-regular-file";
+
+/// Why a workspace file could not be opened by [`open_regular`].
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The path names something other than a regular file (or a symlink at its last
+    /// component, which is never followed).
+    #[error(
+        "{} is {kind}, not a regular file; the tools only handle regular files",
+        path.display()
+    )]
+    NotRegular {
+        /// The path given.
+        path: PathBuf,
+        /// What it is instead, with its article: "a FIFO", "a character device", ...
+        kind: &'static str,
+    },
+    /// Opening or inspecting it failed (missing, permission, ...).
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path given.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl OpenError {
+    /// The observation error code: [`NOT_A_REGULAR_FILE`] or `io`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            OpenError::NotRegular { .. } => NOT_A_REGULAR_FILE,
+            OpenError::Io { .. } => "io",
+        }
+    }
+
+    /// The message with `name` (the workspace-relative path the caller knows it by) in place
+    /// of the host path.
+    pub fn message_for(&self, name: &str) -> String {
+        match self {
+            OpenError::NotRegular { kind, .. } => {
+                format!("{name} is {kind}, not a regular file; the tools only handle regular files")
+            }
+            OpenError::Io { source, .. } => format!("{name}: {source}"),
+        }
+    }
+
+    /// Whether the file does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, OpenError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+
+    /// Whether the path is a directory.
+    pub fn is_directory(&self) -> bool {
+        matches!(self, OpenError::NotRegular { kind, .. } if *kind == DIRECTORY)
+    }
+}
+
+const DIRECTORY: &str = "a directory";
+
+/// What a file type is, for messages ("a FIFO", "a character device", ...).
+pub fn describe(file_type: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if file_type.is_file() {
+        "a regular file"
+    } else if file_type.is_dir() {
+        DIRECTORY
+    } else if file_type.is_symlink() {
+        "a symbolic link"
+    } else if file_type.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else if file_type.is_block_device() {
+        "a block device"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    }
+}
+
+/// Open a workspace file for reading, only if it is a regular file.
+///
+/// One `open` with `O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC` (a FIFO opens at
+/// once instead of waiting for a writer, a symlink at the last component is refused, a
+/// terminal never becomes ours), then one `fstat` of the descriptor: its type decides, so
+/// nothing can be swapped in between. Anything but a regular file is [`OpenError::NotRegular`]
+/// before any read. Symlinks in earlier components are the scope check's job (it resolves the
+/// path first); `O_NOFOLLOW` only stops a last-component symlink that appeared after it.
+/// `O_NONBLOCK` means nothing for a regular file, so the descriptor reads normally.
+pub fn open_regular(path: &Path) -> Result<(File, Metadata), OpenError> {
+    let io = |source| OpenError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::OFlags;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        // std adds O_CLOEXEC itself.
+        options.custom_flags((OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY).bits() as i32);
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        // No non-blocking open here: look first, so at least a FIFO already there is refused.
+        let meta = std::fs::symlink_metadata(path).map_err(io)?;
+        if !meta.file_type().is_file() {
+            return Err(OpenError::NotRegular {
+                path: path.to_path_buf(),
+                kind: describe(meta.file_type()),
+            });
+        }
+    }
+    let file = match options.open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            // ELOOP (a symlink under O_NOFOLLOW), ENXIO (a socket), ENODEV, ...: say what is
+            // there when it is not a regular file, else the open's own error.
+            return Err(match std::fs::symlink_metadata(path) {
+                Ok(meta) if !meta.file_type().is_file() => OpenError::NotRegular {
+                    path: path.to_path_buf(),
+                    kind: describe(meta.file_type()),
+                },
+                _ => io(e),
+            });
+        }
+    };
+    let meta = file.metadata().map_err(io)?;
+    if !meta.file_type().is_file() {
+        return Err(OpenError::NotRegular {
+            path: path.to_path_buf(),
+            kind: describe(meta.file_type()),
+        });
+    }
+    Ok((file, meta))
+}
+
+/// Read a whole regular file through [`open_regular`], refusing one longer than `max` bytes
+/// (for the host's own small files in an untrusted workspace: a policy or grants file that is
+/// a FIFO or a 2 GB sparse file must not hang or bloat the host).
+pub fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, OpenError> {
+    let (file, meta) = open_regular(path)?;
+    let io = |source| OpenError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    if meta.len() > max {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{} bytes, more than the {max} allowed", meta.len()),
+        )));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    // `take`: the file may grow after the `fstat`.
+    file.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > max {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("more than the {max} bytes allowed"),
+        )));
+    }
+    Ok(bytes)
+}
 
 /// Write `bytes` to `path` atomically: a temp file in the same directory, fsync, rename, fsync
 /// the directory. Readers see the old file or the new one, never half of one.
+///
+/// An existing `path` that is neither a regular file nor a symlink (a FIFO, socket, device or
+/// directory planted where the host keeps a file) is refused with `InvalidInput` and left as it
+/// is: the host replaces only files. (A symlink is replaced by the new file, never written
+/// through, as `rename` does.)
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        let t = meta.file_type();
+        if !t.is_file() && !t.is_symlink() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "{} is {}, not a regular file; refusing to replace it",
+                    path.display(),
+                    describe(t)
+                ),
+            ));
+        }
+    }
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new()
         .prefix(".toolgate-tmp-")

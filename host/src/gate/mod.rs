@@ -998,19 +998,30 @@ impl Gate {
             if *usage != PathUse::Write {
                 continue;
             }
-            if scoped.host.is_dir() {
-                return Err(fail(
-                    "is-directory",
-                    format!("{} is a directory", scoped.rel),
-                    Some("give the path of a file".into()),
-                ));
-            }
-            if !scoped.host.exists() {
-                before.push((scoped.clone(), None));
-                continue;
-            }
-            let current =
-                FileStamp::of(&scoped.host).map_err(|e| fail("io", e.to_string(), None))?;
+            // One non-blocking open of regular files only: a FIFO, device or socket is
+            // refused here, before any read (and before the guest), so it cannot hang the call.
+            let current = match FileStamp::for_history(&scoped.host, self.limits.stamp_bytes) {
+                Ok(current) => current,
+                Err(e) if e.is_not_found() => {
+                    before.push((scoped.clone(), None));
+                    continue;
+                }
+                Err(e) if e.is_directory() => {
+                    return Err(fail(
+                        "is-directory",
+                        format!("{} is a directory", scoped.rel),
+                        Some("give the path of a file".into()),
+                    ))
+                }
+                Err(e @ crate::fsutil::OpenError::NotRegular { .. }) => {
+                    return Err(fail(
+                        e.code(),
+                        e.message_for(&scoped.rel),
+                        Some(format!("{} cannot be changed with this tool", scoped.rel)),
+                    ))
+                }
+                Err(e) => return Err(fail(e.code(), e.message_for(&scoped.rel), None)),
+            };
             match self.state.last_read(session, &scoped.host) {
                 Ok(Some(seen)) if seen.same_content(&current.0) => {}
                 Ok(Some(seen)) => {
@@ -1120,7 +1131,7 @@ impl Gate {
             }
             let snapshot = current
                 .as_ref()
-                .map(|(stamp, bytes)| (stamp.sha256.as_str(), bytes.as_slice()));
+                .map(|(stamp, bytes)| (stamp, bytes.as_deref()));
             if let Err(e) = self
                 .state
                 .history_before_write(&scoped.host, snapshot, call_id)
@@ -1129,19 +1140,27 @@ impl Gate {
             }
         }
 
-        // What `read` shows the model is recorded from the host's own look at the file.
-        let read_stamp = if p.tool.info.builtin && name == "read" {
-            p.paths
-                .iter()
-                .find(|(_, u, s)| *u == PathUse::Read && s.host.is_file())
-                .and_then(|(_, _, s)| {
-                    FileStamp::of(&s.host)
-                        .ok()
-                        .map(|(stamp, _)| (s.host.clone(), stamp))
-                })
-        } else {
-            None
-        };
+        // What `read` shows the model is recorded from the host's own look at the file. A
+        // FIFO, device or socket is refused here, before the guest waits on it; a directory or
+        // a missing file is the guest's to answer.
+        let mut read_stamp = None;
+        if p.tool.info.builtin && name == "read" {
+            if let Some((_, _, s)) = p.paths.iter().find(|(_, u, _)| *u == PathUse::Read) {
+                match FileStamp::stamp(&s.host, limits.stamp_bytes) {
+                    Ok(stamp) => read_stamp = Some((s.host.clone(), stamp)),
+                    Err(e @ crate::fsutil::OpenError::NotRegular { .. }) if !e.is_directory() => {
+                        return Observation::error(
+                            &name,
+                            call_id,
+                            e.code(),
+                            e.message_for(&s.rel),
+                            Some(format!("{} cannot be read with this tool", s.rel)),
+                        );
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
 
         let context = wit::CallContext {
             workspace_root: GUEST_ROOT.to_string(),
@@ -1191,13 +1210,13 @@ impl Gate {
                 }
             }
             for (scoped, _) in &p.before {
-                match FileStamp::of(&scoped.host) {
+                match FileStamp::for_history(&scoped.host, limits.stamp_bytes) {
                     Ok((stamp, bytes)) => {
                         let _ = self.state.record_read(session, &scoped.host, &stamp);
                         let _ = self.state.history_after_write(
                             &scoped.host,
-                            &stamp.sha256,
-                            &bytes,
+                            &stamp,
+                            bytes.as_deref(),
                             call_id,
                         );
                     }
@@ -1399,8 +1418,9 @@ impl Gate {
     }
 }
 
-/// A path the call writes and, when it exists, its stamp and content before the call.
-type WriteTarget = (ScopedPath, Option<(FileStamp, Vec<u8>)>);
+/// A path the call writes and, when it exists, its stamp and content before the call (the
+/// content only when history keeps it: not over 8 MiB or `stamp_bytes`).
+type WriteTarget = (ScopedPath, Option<(FileStamp, Option<Vec<u8>>)>);
 
 /// Everything decided before the guest runs.
 struct Prepared {

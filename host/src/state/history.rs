@@ -1,12 +1,13 @@
 //! File history: every version a tool wrote, the version before it, and any edit the user made
 //! in between (noticed when the file no longer matches the last version seen).
 
-use super::{now_ms, StateDb};
+use super::{now_ms, FileStamp, StateDb};
 use crate::error::Result;
 use rusqlite::OptionalExtension;
 use std::path::Path;
 
-/// Files larger than this keep only their hash in history, not their content.
+/// Files larger than this keep only their hash in history, not their content (nor do files
+/// over `[limits] stamp_bytes`, whichever is smaller).
 pub const MAX_HISTORY_CONTENT: usize = 8 << 20;
 
 /// One stored version of a file.
@@ -17,48 +18,68 @@ pub struct FileVersion {
     /// `original` (first seen before a write), `external` (changed outside toolgate since the
     /// last version), `tool` (written by a tool), or `absent` (did not exist before a write).
     pub origin: String,
-    /// Hex sha256 of the content.
+    /// Hex sha256 of the content; for a file over `stamp_bytes`, its metadata stamp
+    /// (`meta:…`, see [`crate::state::FileStamp`]).
     pub sha256: String,
     /// Size in bytes.
     pub size: i64,
-    /// The content, unless it was larger than [`MAX_HISTORY_CONTENT`].
+    /// The content, unless it was larger than [`MAX_HISTORY_CONTENT`] or `stamp_bytes`
+    /// ([`FileVersion::content_note`] says which).
     pub content: Option<Vec<u8>>,
     /// The call that wrote it, for `tool` versions.
     pub call_id: Option<String>,
 }
 
+impl FileVersion {
+    /// Why the content of this version was not kept, for display (`None` when it was, or
+    /// when the file was absent).
+    pub fn content_note(&self) -> Option<&'static str> {
+        if self.content.is_some() || self.origin == "absent" {
+            None
+        } else if super::reads::is_metadata_stamp(&self.sha256) {
+            Some(
+                "content not kept: over stamp_bytes (stamped by size, mtime and inode, not hashed)",
+            )
+        } else {
+            Some("content not kept: over 8 MiB (hash only)")
+        }
+    }
+}
+
 impl StateDb {
-    /// Record the state of `path` just before a write: the file's current content when it
-    /// differs from the newest stored version (as `original` or `external`), or `absent`.
+    /// Record the state of `path` just before a write: the file's current stamp and content
+    /// (`None` when it was too large to keep) when it differs from the newest stored version
+    /// (as `original` or `external`), or `absent`.
     pub fn history_before_write(
         &self,
         path: &Path,
-        current: Option<(&str, &[u8])>,
+        current: Option<(&FileStamp, Option<&[u8]>)>,
         call_id: &str,
     ) -> Result<()> {
         let last = self.latest_version(path)?;
         match (current, last) {
             (None, Some(v)) if v.origin == "absent" => Ok(()),
-            (None, _) => self.insert_version(path, "absent", "", &[], call_id),
-            (Some((sha, _)), Some(v)) if v.sha256 == sha => Ok(()),
-            (Some((sha, bytes)), Some(_)) => {
-                self.insert_version(path, "external", sha, bytes, call_id)
+            (None, _) => self.insert_version(path, "absent", "", 0, Some(&[]), call_id),
+            (Some((stamp, _)), Some(v)) if v.sha256 == stamp.sha256 => Ok(()),
+            (Some((stamp, bytes)), Some(_)) => {
+                self.insert_version(path, "external", &stamp.sha256, stamp.size, bytes, call_id)
             }
-            (Some((sha, bytes)), None) => {
-                self.insert_version(path, "original", sha, bytes, call_id)
+            (Some((stamp, bytes)), None) => {
+                self.insert_version(path, "original", &stamp.sha256, stamp.size, bytes, call_id)
             }
         }
     }
 
-    /// Record what a tool wrote to `path`.
+    /// Record what a tool wrote to `path`: its stamp, and its content when it was small enough
+    /// to keep.
     pub fn history_after_write(
         &self,
         path: &Path,
-        sha: &str,
-        bytes: &[u8],
+        stamp: &FileStamp,
+        bytes: Option<&[u8]>,
         call_id: &str,
     ) -> Result<()> {
-        self.insert_version(path, "tool", sha, bytes, call_id)
+        self.insert_version(path, "tool", &stamp.sha256, stamp.size, bytes, call_id)
     }
 
     /// Every stored version of `path`, oldest first.
@@ -94,10 +115,11 @@ impl StateDb {
         path: &Path,
         origin: &str,
         sha: &str,
-        bytes: &[u8],
+        size: i64,
+        bytes: Option<&[u8]>,
         call_id: &str,
     ) -> Result<()> {
-        let content = (bytes.len() <= MAX_HISTORY_CONTENT).then_some(bytes);
+        let content = bytes.filter(|b| b.len() <= MAX_HISTORY_CONTENT);
         self.conn()
             .execute(
                 "INSERT INTO file_versions (path, origin, sha256, size, content, call_id, at_ms)
@@ -106,7 +128,7 @@ impl StateDb {
                     path.to_string_lossy(),
                     origin,
                     sha,
-                    i64::try_from(bytes.len()).unwrap_or(i64::MAX),
+                    size,
                     content,
                     call_id,
                     now_ms()

@@ -2,47 +2,164 @@
 //! changed since.
 
 use super::{now_ms, StateDb};
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::fsutil::{open_regular, OpenError};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::io::Read as _;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A file's identity at one moment: modification time, size and content hash.
+///
+/// A file of up to `stamp_bytes` (policy `[limits] stamp_bytes`) is stamped by its content,
+/// hashed as it streams through a fixed buffer; a larger one by its metadata only (device,
+/// inode, mtime, ctime and size), so stamping a 2 GB or 1 TB sparse file costs one `fstat`, not
+/// its length in memory or time. The metadata stamp sits in `sha256` as `meta:…`, so the
+/// database and [`FileStamp::same_content`] treat both alike; a `touch` of such a file counts
+/// as a change.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileStamp {
     /// Modification time in nanoseconds since the epoch.
     pub mtime_ns: i64,
     /// Size in bytes.
     pub size: i64,
-    /// Hex sha256 of the content.
+    /// Hex sha256 of the content, or `meta:dev:ino:mtime_ns:ctime_ns` for a file over
+    /// `stamp_bytes` (see [`FileStamp::is_content_hash`]).
     pub sha256: String,
 }
 
+/// The prefix of a metadata stamp in [`FileStamp::sha256`].
+const META_PREFIX: &str = "meta:";
+
+/// Streaming buffer for hashing: the host never holds more of a file than this, unless it was
+/// asked to keep the content (history, bounded by the caller).
+const HASH_BUFFER: usize = 64 << 10;
+
 impl FileStamp {
-    /// Stamp the file at `path` as it is now, and return its content too.
+    /// Stamp the regular file at `path` as it is now (through [`open_regular`]: a FIFO,
+    /// device, socket, directory or last-component symlink is refused before any read).
+    pub fn stamp(path: &Path, stamp_bytes: u64) -> Result<FileStamp, OpenError> {
+        Ok(Self::with_content(path, stamp_bytes, 0)?.0)
+    }
+
+    /// Stamp a small regular file and return its content too, with the default `stamp_bytes`;
+    /// a larger file is an error (its content is not read). The host itself uses
+    /// [`FileStamp::stamp`] and [`FileStamp::for_history`], which never load a whole file.
     pub fn of(path: &Path) -> Result<(FileStamp, Vec<u8>)> {
-        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-        let mtime_ns = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-            .unwrap_or(0);
-        let stamp = FileStamp {
-            mtime_ns,
-            size: i64::try_from(bytes.len()).unwrap_or(i64::MAX),
-            sha256: hex::encode(Sha256::digest(&bytes)),
+        let limit = crate::sandbox::Limits::default().stamp_bytes;
+        let e = |e: OpenError| crate::error::Error::io(path, std::io::Error::other(e.to_string()));
+        match Self::with_content(path, limit, limit).map_err(e)? {
+            (stamp, Some(bytes)) => Ok((stamp, bytes)),
+            (_, None) => Err(crate::error::Error::io(
+                path,
+                std::io::Error::other(format!("larger than {limit} bytes")),
+            )),
+        }
+    }
+
+    /// Stamp the regular file at `path`, and return its content too when it is at most `keep`
+    /// bytes (and at most `stamp_bytes`): one open, one pass, for history snapshots.
+    pub fn with_content(
+        path: &Path,
+        stamp_bytes: u64,
+        keep: u64,
+    ) -> Result<(FileStamp, Option<Vec<u8>>), OpenError> {
+        let (file, meta) = open_regular(path)?;
+        let keep = keep.min(stamp_bytes);
+        if meta.len() > stamp_bytes {
+            return Ok((Self::by_metadata(&meta, meta.len()), None));
+        }
+        let io = |source| OpenError::Io {
+            path: path.to_path_buf(),
+            source,
         };
-        Ok((stamp, bytes))
+        let mut hasher = Sha256::new();
+        let mut content = (meta.len() <= keep)
+            .then(|| Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0)));
+        let mut size: u64 = 0;
+        let mut buf = vec![0u8; HASH_BUFFER];
+        // At most one byte past `stamp_bytes`: a file that grows while it is read is stamped by
+        // its metadata instead, never read to its end.
+        let mut reader = file.take(stamp_bytes.saturating_add(1));
+        loop {
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io(e)),
+            };
+            size += n as u64;
+            if size > stamp_bytes {
+                let meta = reader.get_ref().metadata().map_err(io)?;
+                return Ok((Self::by_metadata(&meta, meta.len()), None));
+            }
+            hasher.update(&buf[..n]);
+            if let Some(c) = &mut content {
+                if size > keep {
+                    content = None;
+                } else {
+                    c.extend_from_slice(&buf[..n]);
+                }
+            }
+        }
+        let stamp = FileStamp {
+            mtime_ns: mtime_ns(&meta),
+            size: i64::try_from(size).unwrap_or(i64::MAX),
+            sha256: hex::encode(hasher.finalize()),
+        };
+        Ok((stamp, content))
+    }
+
+    /// [`FileStamp::with_content`] keeping what history keeps: the content of a file of at
+    /// most 8 MiB (and at most `stamp_bytes`).
+    pub fn for_history(
+        path: &Path,
+        stamp_bytes: u64,
+    ) -> Result<(FileStamp, Option<Vec<u8>>), OpenError> {
+        let keep = u64::try_from(super::history::MAX_HISTORY_CONTENT).unwrap_or(u64::MAX);
+        Self::with_content(path, stamp_bytes, keep)
+    }
+
+    fn by_metadata(meta: &std::fs::Metadata, size: u64) -> FileStamp {
+        use std::os::unix::fs::MetadataExt as _;
+        let mtime = mtime_ns(meta);
+        let ctime = meta
+            .ctime()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(meta.ctime_nsec());
+        FileStamp {
+            mtime_ns: mtime,
+            size: i64::try_from(size).unwrap_or(i64::MAX),
+            sha256: format!("{META_PREFIX}{}:{}:{mtime}:{ctime}", meta.dev(), meta.ino()),
+        }
+    }
+
+    /// Whether `sha256` is a hash of the content (the file was at most `stamp_bytes`), not a
+    /// metadata stamp.
+    pub fn is_content_hash(&self) -> bool {
+        !self.sha256.starts_with(META_PREFIX)
     }
 
     /// Whether the content is the same. The hash decides: an mtime that moved without a change
     /// (a checkout, `touch`) is not a change, which avoids false "changed since read" errors.
+    /// (For files over `stamp_bytes` the metadata decides, and a `touch` is a change.)
     pub fn same_content(&self, other: &FileStamp) -> bool {
         self.size == other.size && self.sha256 == other.sha256
     }
+}
+
+/// Whether a stored `sha256` is a metadata stamp (see [`FileStamp`]).
+pub(crate) fn is_metadata_stamp(sha256: &str) -> bool {
+    sha256.starts_with(META_PREFIX)
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
 }
 
 /// Read records on their way to the database, by (session, path).
