@@ -64,14 +64,48 @@ impl Ws {
         self.root().join(rel)
     }
 
-    /// Write `text` to `rel`, creating parent directories.
+    /// Write `text` to `rel`, creating parent directories. The test's user trusts a
+    /// workspace policy the test itself writes (as if it ran `toolgate trust`); attacks plant
+    /// a hostile repository's files with [`Ws::plant`] instead.
     pub fn write(&self, rel: &str, text: impl AsRef<[u8]>) -> &Self {
+        self.plant(rel, text.as_ref());
+        if rel == ".toolgate/policy.toml" {
+            toolgate::policy::trust::TrustStore::new(&self.user_dirs().config)
+                .trust(
+                    &self.root(),
+                    &toolgate::policy::trust::sha256_hex(text.as_ref()),
+                )
+                .unwrap();
+        }
+        self
+    }
+
+    /// Write `text` to `rel` as a cloned repository would have it: nothing is trusted.
+    pub fn plant(&self, rel: &str, text: impl AsRef<[u8]>) -> &Self {
         let p = self.path(rel);
         if let Some(parent) = p.parent() {
             std::fs::create_dir_all(parent).unwrap();
         }
         std::fs::write(p, text).unwrap();
         self
+    }
+
+    /// The user's signing key for this test.
+    pub fn keyring(&self) -> std::sync::Arc<toolgate::policy::trust::Keyring> {
+        std::sync::Arc::new(toolgate::policy::trust::Keyring::new(
+            &self.user_dirs().config,
+        ))
+    }
+
+    /// The workspace's plugin store, signing records with this test user's key (what
+    /// `toolgate plugin add` does).
+    pub fn plugin_store(&self) -> toolgate::plugins::PluginStore {
+        toolgate::plugins::PluginStore::signed(
+            &self.path(".toolgate"),
+            &self.root(),
+            self.keyring(),
+            false,
+        )
     }
 
     /// Create the directory `rel` (and its parents).
@@ -118,6 +152,7 @@ impl Ws {
             cache_dir: Some(cache_dir()),
             extra_components: vec![hostile_component()],
             limits,
+            user_dirs: Some(self.user_dirs()),
             ..Default::default()
         })
         .await
@@ -131,6 +166,7 @@ pub async fn gate_granting(ws: &Ws, grants: &[&str]) -> Gate {
         workspace: ws.root(),
         cache_dir: Some(cache_dir()),
         grants: grants.iter().map(|g| g.to_string()).collect(),
+        user_dirs: Some(ws.user_dirs()),
         ..Default::default()
     })
     .await

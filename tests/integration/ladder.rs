@@ -61,13 +61,24 @@ impl Default for Setup<'_> {
 async fn gate(ws: &Ws, s: Setup<'_>) -> Gate {
     ws.write(".toolgate/policy.toml", s.policy);
     if let Some(g) = s.grants_file {
+        // The user's own hand edit, adopted as theirs (as `toolgate trust` does).
         ws.write(".toolgate/grants.toml", g);
+        toolgate::policy::grants::ProjectGrants::signed(
+            ws.path(".toolgate/grants.toml"),
+            &ws.root(),
+            ws.keyring(),
+            false,
+        )
+        .adopt_all()
+        // A malformed file stays as it is: the row checks how the gate reports it.
+        .ok();
     }
     Gate::open(GateOptions {
         workspace: ws.root(),
         cache_dir: Some(cache_dir()),
         grants: s.cli_grants.iter().map(|g| g.to_string()).collect(),
         approver: s.approver,
+        user_dirs: Some(ws.user_dirs()),
         ..Default::default()
     })
     .await
@@ -235,7 +246,8 @@ async fn ladder_table() {
             input: write_new(),
             status: Status::Ok,
             stage: "project-allowlist",
-            source_contains: "grants.toml:1",
+            // The adopted file is rewritten with its header: the entry is below it.
+            source_contains: "grants.toml:",
         },
         Row {
             name: "grant for another directory does not apply",
@@ -575,6 +587,7 @@ async fn malformed_policy_stops_the_gate_with_file_and_line() {
     let err = Gate::open(GateOptions {
         workspace: ws.root(),
         cache_dir: Some(cache_dir()),
+        user_dirs: Some(ws.user_dirs()),
         ..Default::default()
     })
     .await
@@ -589,6 +602,7 @@ async fn malformed_policy_stops_the_gate_with_file_and_line() {
     assert!(Gate::open(GateOptions {
         workspace: ws.root(),
         cache_dir: Some(cache_dir()),
+        user_dirs: Some(ws.user_dirs()),
         ..Default::default()
     })
     .await
@@ -626,6 +640,7 @@ async fn ci_preset_denies_ci_config_and_allows_grants() {
         cache_dir: Some(cache_dir()),
         policy: Some(PolicySource::Preset("ci".into())),
         grants: vec!["write".into()],
+        user_dirs: Some(ws.user_dirs()),
         ..Default::default()
     })
     .await
@@ -695,10 +710,23 @@ fn grants_list_and_revoke_from_the_command_line() {
         ".toolgate/grants.toml",
         "[[grants]]\nkey = \"write:src/**\"\n\n[[grants]]\nkey = \"edit\"\n",
     );
+    // Written by hand, they are listed as ignored until the user adopts them.
+    let out = toolgate(&ws, &["grants", "list"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.starts_with("# ignored: "), "{text}");
+    assert!(text.contains("grant `write:src/**` (line 1)"), "{text}");
+    let out = toolgate(&ws, &["trust", "--yes"]);
+    assert_eq!(out.status.code(), Some(0));
     let out = toolgate(&ws, &["grants", "list"]);
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     let file = ws.path(".toolgate/grants.toml").display().to_string();
-    assert_eq!(text, format!("write:src/**\t{file}:1\nedit\t{file}:4\n"));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].starts_with(&format!("write:src/**\t{file}:")),
+        "{text}"
+    );
+    assert!(lines[1].starts_with(&format!("edit\t{file}:")), "{text}");
     let out = toolgate(&ws, &["grants", "revoke", "write:src/**"]);
     assert_eq!(out.status.code(), Some(0));
     let out = toolgate(&ws, &["grants", "revoke", "write:src/**"]);

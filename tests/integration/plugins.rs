@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
-use toolgate::plugins::{PluginStore, Record};
+use toolgate::plugins::Record;
 use toolgate::sandbox::{Limits, Sandbox};
 use toolgate::{Gate, Observation, Status};
 
@@ -40,7 +40,7 @@ async fn install(ws: &Ws, component: &str, manifest_text: &str) -> toolgate::Res
     let mpath = dir.path().join("toolgate-plugin.toml");
     std::fs::write(&mpath, manifest_text).unwrap();
     let sandbox = Sandbox::new(Some(cache_dir())).unwrap();
-    let store = PluginStore::new(&ws.path(".toolgate"));
+    let store = ws.plugin_store();
     store
         .prepare(&sandbox, &Limits::default(), &artifact(component), &mpath)
         .await?
@@ -434,7 +434,7 @@ async fn network_reaches_only_granted_hosts_and_never_private_addresses_unless_t
 
     ws.write(
         ".toolgate/policy.toml",
-        "[network]\nallow_private = [\"127.0.0.1\"]\n",
+        format!("[network]\nallow_private = [\"127.0.0.1:{port}\"]\n"),
     );
     let g = gate(&ws, &[TOOL]).await;
     let o = hostile(

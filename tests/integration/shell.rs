@@ -26,6 +26,7 @@ async fn gate(ws: &Ws, policy: &str, grants: &[&str], approver: Option<Answer>) 
         cache_dir: Some(cache_dir()),
         grants: grants.iter().map(|g| g.to_string()).collect(),
         approver: approver.map(|a| Arc::new(Always(a)) as Arc<dyn Approver>),
+        user_dirs: Some(ws.user_dirs()),
         ..Default::default()
     })
     .await
@@ -216,6 +217,7 @@ async fn ci_preset_with_a_command_line_grant() {
         cache_dir: Some(cache_dir()),
         policy: Some(PolicySource::Preset("ci".into())),
         grants: vec!["shell:printf **".into()],
+        user_dirs: Some(ws.user_dirs()),
         ..Default::default()
     })
     .await

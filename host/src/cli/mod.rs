@@ -53,6 +53,11 @@ struct Cli {
     /// Allow calls matching KEY for this run (session scope), e.g. `edit:src/**`. Repeatable.
     #[arg(long = "grant", global = true, value_name = "KEY")]
     grants: Vec<String>,
+    /// Apply the workspace's own policy, grants and plugins for this run without a
+    /// `toolgate trust` record (CI on a repository it checked out on purpose). Also
+    /// TOOLGATE_TRUST_WORKSPACE=1.
+    #[arg(long, global = true)]
+    trust_workspace: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -91,6 +96,10 @@ enum Command {
         /// With --allow-remote: also accept this name in Host/Origin headers. Repeatable.
         #[arg(long = "allowed-host", value_name = "NAME", requires = "allow_remote")]
         allowed_hosts: Vec<String>,
+        /// With --http: the bearer tokens clients must send, one a line (mode 0600; made with
+        /// one fresh token if missing). Default: $XDG_STATE_HOME/toolgate/http-token.
+        #[arg(long, value_name = "FILE", requires = "http")]
+        token_file: Option<PathBuf>,
         /// Shorthand for `--grant` of every write tool (write, edit, multiedit).
         #[arg(long)]
         allow_write: bool,
@@ -108,6 +117,17 @@ enum Command {
     Policy {
         #[command(subcommand)]
         command: PolicyCommand,
+    },
+    /// Review the workspace's own policy, grants and plugins and trust them: shows exactly
+    /// what they loosen, then records the policy's sha256 in your trust.toml and signs the
+    /// grants and plugin records with your key. A changed policy is untrusted again.
+    Trust {
+        /// Trust without asking (needed when there is no terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// Forget this workspace's trust record instead.
+        #[arg(long, conflicts_with = "yes")]
+        forget: bool,
     },
     /// Project grants saved in .toolgate/grants.toml.
     Grants {
@@ -149,14 +169,28 @@ enum Command {
 
 #[derive(Subcommand)]
 enum PolicyCommand {
-    /// Report syntax errors, failing rule examples, unknown tools and ceiling violations.
+    /// Print every policy layer, what each applies and what is ignored, then report syntax
+    /// errors, failing rule examples, unknown tools and ceiling violations.
     Check,
+    /// Print the decision the ladder would take for one call, stage by stage, without running
+    /// it (hooks are named, not run; nobody is asked).
+    Explain {
+        /// The tool, e.g. `write`.
+        tool: String,
+        /// The input as a JSON object, or `-` to read it from stdin.
+        input: Option<String>,
+    },
 }
 
 #[derive(Subcommand)]
 enum GrantsCommand {
-    /// List project grants with their file and line.
+    /// List project grants with their file and line (and the ignored, unsigned ones).
     List,
+    /// Add a project grant for KEY, signed with your key (e.g. `write:src/**`).
+    Add {
+        /// The key pattern to allow for the whole project.
+        key: String,
+    },
     /// Remove the project grant with exactly this key.
     Revoke {
         /// The grant's key as listed.
@@ -277,13 +311,34 @@ fn gate_options(cli: &Cli, root: PathBuf) -> GateOptions {
         mode: cli.mode,
         grants: cli.grants.clone(),
         approver,
+        trust_workspace: trust_workspace(cli),
         ..GateOptions::default()
     }
+}
+
+/// `--trust-workspace` or `TOOLGATE_TRUST_WORKSPACE=1`.
+fn trust_workspace(cli: &Cli) -> bool {
+    cli.trust_workspace
+        || std::env::var("TOOLGATE_TRUST_WORKSPACE")
+            .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "yes"))
+}
+
+/// Say once on stderr what of the workspace's own files is ignored, and how to trust them.
+fn warn_ignored(gate: &Gate) {
+    let ignored = gate.policy_ignored();
+    if ignored.is_empty() {
+        return;
+    }
+    for i in &ignored {
+        eprintln!("toolgate: {i}");
+    }
+    eprintln!("toolgate: {}", toolgate::policy::TRUST_HINT);
 }
 
 async fn run(cli: Cli) -> Result<ExitCode> {
     let root = workspace(&cli.workspace)?;
     let opts = gate_options(&cli, root.clone());
+    let trust_ws = trust_workspace(&cli);
     match cli.command {
         Command::Call {
             tool,
@@ -306,6 +361,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             })
             .await
             .context("cannot open the gate")?;
+            warn_ignored(&gate);
             let observation = gate.call(&cli.session, &tool, input).await;
             let text = if compact {
                 serde_json::to_string(&observation)?
@@ -326,6 +382,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             http,
             allow_remote,
             allowed_hosts,
+            token_file,
             allow_write,
             components,
         } => {
@@ -338,6 +395,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             })
             .await
             .context("cannot open the gate")?;
+            warn_ignored(&gate);
             let gate = Arc::new(gate);
             match http {
                 None => {
@@ -350,14 +408,19 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     toolgate::mcp::serve_stdio(gate).await?
                 }
                 Some(addr) => {
-                    let options = toolgate::mcp::http::HttpOptions {
-                        addr,
-                        allow_remote,
-                        allowed_hosts,
-                    };
-                    toolgate::mcp::http::serve_http(gate, options, |bound| {
+                    let mut options = toolgate::mcp::http::HttpOptions::new(addr);
+                    options.allow_remote = allow_remote;
+                    options.allowed_hosts = allowed_hosts;
+                    options.token_file = token_file;
+                    toolgate::mcp::http::serve_http(gate, options, |up| {
                         eprintln!(
-                            "toolgate: serving MCP on http://{bound}{}",
+                            "toolgate: clients must send the header `Authorization: Bearer <token>`; the token is in {} ({})",
+                            up.token_file.display(),
+                            if up.created { "created now" } else { "the existing file" }
+                        );
+                        eprintln!(
+                            "toolgate: serving MCP on http://{}{}",
+                            up.addr,
                             toolgate::mcp::http::MCP_PATH
                         );
                     })
@@ -406,32 +469,121 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 }
                 Err(e) => return Err(e).context("cannot open the gate"),
             };
+            let mut out = std::io::stdout().lock();
+            writeln!(
+                out,
+                "layers, lowest first (a higher one overrides; managed is a ceiling):"
+            )?;
+            for l in &gate.policy().layers {
+                let trust = if l.trusted {
+                    ""
+                } else {
+                    "  (untrusted: only what is stricter applies)"
+                };
+                writeln!(out, "  {:<12} {}{trust}", l.kind.as_str(), l.origin)?;
+                if l.applied.is_empty() {
+                    writeln!(out, "      applies nothing")?;
+                }
+                for a in &l.applied {
+                    writeln!(out, "      {a}")?;
+                }
+            }
+            let ignored = gate.policy_ignored();
+            if !ignored.is_empty() {
+                writeln!(out, "ignored:")?;
+                for i in &ignored {
+                    writeln!(out, "  {i}")?;
+                }
+                writeln!(out, "  hint: {}", toolgate::policy::TRUST_HINT)?;
+            }
+            writeln!(
+                out,
+                "result: mode {}, {} rules, {} hooks, shell network {}",
+                gate.mode().as_str(),
+                gate.policy().rules.len(),
+                gate.policy().hooks.len(),
+                if gate.policy().shell.network {
+                    "on"
+                } else {
+                    "off"
+                }
+            )?;
+            writeln!(
+                out,
+                "secrets denied: {}",
+                gate.workspace().guest_denied_globs().join(" ")
+            )?;
             let problems = gate.check();
-            let origin = &gate.policy().origin;
             if problems.is_empty() {
-                println!(
-                    "{origin}: ok ({} rules, mode {})",
+                writeln!(
+                    out,
+                    "{}: ok ({} rules, mode {})",
+                    gate.policy().origin,
                     gate.policy().rules.len(),
                     gate.mode().as_str()
-                );
+                )?;
                 return Ok(ExitCode::SUCCESS);
             }
             for p in &problems {
-                println!("{p}");
+                writeln!(out, "{p}")?;
             }
             let errors = problems.iter().any(|p| p.severity == "error");
             Ok(ExitCode::from(if errors { 1 } else { 0 }))
         }
+        Command::Policy {
+            command: PolicyCommand::Explain { tool, input },
+        } => {
+            let input = match read_input(input.as_deref()) {
+                Ok(v) => v,
+                Err(message) => {
+                    eprintln!("toolgate: {message}");
+                    return Ok(ExitCode::from(2));
+                }
+            };
+            let gate = Gate::open(GateOptions {
+                approver: None,
+                ..opts
+            })
+            .await
+            .context("cannot open the gate")?;
+            let explained = gate.explain(&cli.session, &tool, &input);
+            let mut out = std::io::stdout().lock();
+            for step in &explained.stages {
+                writeln!(
+                    out,
+                    "{:<20} {:<9} {}",
+                    step.stage, step.outcome, step.detail
+                )?;
+            }
+            writeln!(out, "decision: {}", explained.decision)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Trust { yes, forget } => trust(&root, yes, forget),
         Command::Grants { command } => {
             let ws = toolgate::gate::scope::Workspace::new(&root, &[])?;
-            let grants =
-                toolgate::policy::grants::ProjectGrants::new(ws.state_dir().join("grants.toml"));
+            let grants = project_grants(&ws, trust_ws);
             match command {
                 GrantsCommand::List => match grants.list() {
                     Ok(list) => {
                         for (key, source) in list {
                             println!("{key}\t{source}");
                         }
+                        for i in grants.ignored() {
+                            println!("# ignored: {i}");
+                        }
+                        Ok(ExitCode::SUCCESS)
+                    }
+                    Err(p) => {
+                        eprintln!("toolgate: {p}");
+                        Ok(ExitCode::from(1))
+                    }
+                },
+                GrantsCommand::Add { key } => match grants.add(&key, "toolgate grants add") {
+                    Ok(()) => {
+                        println!(
+                            "granted `{key}` for this project ({})",
+                            grants.path().display()
+                        );
                         Ok(ExitCode::SUCCESS)
                     }
                     Err(p) => {
@@ -514,14 +666,186 @@ fn read_input(arg: Option<&str>) -> std::result::Result<Value, String> {
     serde_json::from_str(&text).map_err(|e| format!("the input is not valid JSON: {e}"))
 }
 
+/// The user's signing key (outside every workspace).
+fn keyring() -> Arc<toolgate::policy::trust::Keyring> {
+    Arc::new(toolgate::policy::trust::Keyring::new(
+        &toolgate::userdirs::UserDirs::from_env().config,
+    ))
+}
+
+fn project_grants(
+    ws: &toolgate::gate::scope::Workspace,
+    trust_all: bool,
+) -> toolgate::policy::grants::ProjectGrants {
+    toolgate::policy::grants::ProjectGrants::signed(
+        ws.state_dir().join("grants.toml"),
+        ws.root(),
+        keyring(),
+        trust_all,
+    )
+}
+
+fn plugin_store(
+    ws: &toolgate::gate::scope::Workspace,
+    trust_all: bool,
+) -> toolgate::plugins::PluginStore {
+    toolgate::plugins::PluginStore::signed(&ws.state_dir(), ws.root(), keyring(), trust_all)
+}
+
+/// `toolgate trust`: show what the workspace's own files loosen, then trust them.
+fn trust(root: &std::path::Path, yes: bool, forget: bool) -> Result<ExitCode> {
+    use toolgate::policy::{trust::TrustStore, LayerSources, Policy};
+    let ws = toolgate::gate::scope::Workspace::new(root, &[])?;
+    let user = toolgate::userdirs::UserDirs::from_env();
+    let store = TrustStore::new(&user.config);
+    if forget {
+        let had = store.forget(ws.root()).map_err(anyhow::Error::msg)?;
+        println!(
+            "{} {}",
+            if had {
+                "forgot the trust record of"
+            } else {
+                "no trust record for"
+            },
+            ws.root().display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let sources = LayerSources {
+        workspace: ws.root().to_path_buf(),
+        user: Some(user.clone()),
+        managed: toolgate::policy::managed_policy_path(),
+        ..LayerSources::default()
+    };
+    let layer = Policy::workspace_layer(&sources);
+    // What the workspace layer loosens: what is ignored while it is untrusted.
+    let untrusted = match Policy::layered(&sources) {
+        Ok(p) => p,
+        Err(problems) => {
+            for p in &problems {
+                println!("{p}");
+            }
+            eprintln!("toolgate: not trusted: fix the policy first (see `toolgate policy check`)");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let file = layer.path.display().to_string();
+    let loosens: Vec<_> = untrusted
+        .ignored
+        .iter()
+        .filter(|i| i.file == file)
+        .collect();
+    let grants = project_grants(&ws, false);
+    let unsigned = grants.unsigned_keys().unwrap_or_default();
+    let plugins = plugin_store(&ws, false);
+    let unsigned_plugins = plugins.unsigned();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "workspace  {}", ws.root().display())?;
+    match &layer.sha256 {
+        Some(h) => writeln!(
+            out,
+            "policy     {file}
+  sha256   {h}"
+        )?,
+        None => writeln!(out, "policy     (none: {file} does not exist)")?,
+    }
+    if let Some(by) = &layer.trusted_by {
+        writeln!(out, "  already trusted ({by})")?;
+    } else if layer.changed_since_trust {
+        writeln!(out, "  CHANGED since you trusted it")?;
+    }
+    if loosens.is_empty() {
+        writeln!(out, "  loosens nothing (only stricter settings)")?;
+    } else {
+        writeln!(out, "  trusting it applies what is ignored now:")?;
+        for i in &loosens {
+            writeln!(out, "    {}  ({})", i.part, i.reason)?;
+        }
+    }
+    if !unsigned.is_empty() {
+        writeln!(
+            out,
+            "grants     {} entries not written by your toolgate:",
+            unsigned.len()
+        )?;
+        for k in &unsigned {
+            writeln!(out, "    {k}")?;
+        }
+    }
+    for r in &unsigned_plugins {
+        let list = |v: &[String]| {
+            if v.is_empty() {
+                "-".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
+        writeln!(
+            out,
+            "plugin     {} {} (sha256 {}): read {}, write {}, network {}, env {}",
+            r.name,
+            r.version,
+            r.sha256,
+            list(&r.granted.fs_read),
+            list(&r.granted.fs_write),
+            list(&r.granted.http),
+            list(&r.granted.env)
+        )?;
+    }
+    out.flush()?;
+    drop(out);
+    let nothing = (layer.sha256.is_none() || layer.trusted_by.is_some())
+        && unsigned.is_empty()
+        && unsigned_plugins.is_empty();
+    if nothing {
+        println!("nothing to trust");
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !yes {
+        if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+            eprintln!("toolgate: not trusted: confirm with --yes (no terminal to ask on)");
+            return Ok(ExitCode::from(2));
+        }
+        eprint!("Trust these files of this workspace? [y/N] ");
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            eprintln!("toolgate: not trusted");
+            return Ok(ExitCode::from(1));
+        }
+    }
+    // Record the hash of what was shown; a file changed meanwhile is not trusted.
+    if let (Some(shown), None) = (&layer.sha256, &layer.trusted_by) {
+        let now = Policy::workspace_layer(&sources).sha256;
+        if now.as_ref() != Some(shown) {
+            eprintln!("toolgate: not trusted: {file} changed while you were reviewing it; run `toolgate trust` again");
+            return Ok(ExitCode::from(1));
+        }
+        store.trust(ws.root(), shown).map_err(anyhow::Error::msg)?;
+        println!(
+            "trusted {file} (sha256 {shown}), recorded in {}",
+            store.path().display()
+        );
+    }
+    let n = grants.adopt_all().map_err(|p| anyhow::anyhow!("{p}"))?;
+    if n > 0 {
+        println!("signed {n} project grant(s) in {}", grants.path().display());
+    }
+    let n = plugins.adopt_all()?;
+    if n > 0 {
+        println!("signed {n} plugin record(s)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 async fn plugin(
     command: PluginCommand,
     root: &std::path::Path,
     opts: GateOptions,
 ) -> Result<ExitCode> {
-    use toolgate::plugins::{PluginStore, TOOL_PREFIX};
+    use toolgate::plugins::TOOL_PREFIX;
     let ws = toolgate::gate::scope::Workspace::new(root, &[])?;
-    let store = PluginStore::new(&ws.state_dir());
+    let store = plugin_store(&ws, opts.trust_workspace);
     match command {
         PluginCommand::Add {
             component,
@@ -551,9 +875,15 @@ async fn plugin(
                     }
                 }
             };
-            let policy =
-                toolgate::policy::Policy::for_workspace(&ws.state_dir(), opts.policy.as_ref())
-                    .map_err(|p| toolgate::policy::problems_error(&p))?;
+            let policy = toolgate::policy::Policy::layered(&toolgate::policy::LayerSources {
+                workspace: ws.root().to_path_buf(),
+                user: Some(toolgate::userdirs::UserDirs::from_env()),
+                cli: opts.policy.clone(),
+                cli_mode: opts.mode,
+                managed: toolgate::policy::managed_policy_path(),
+                trust_workspace: opts.trust_workspace,
+            })
+            .map_err(|p| toolgate::policy::problems_error(&p))?;
             let sandbox = toolgate::sandbox::Sandbox::new(None)?;
             let pending = match store
                 .prepare(&sandbox, &policy.limits, &component, &manifest)

@@ -67,7 +67,15 @@ pub struct Record {
     /// The manifest's limits.
     #[serde(default)]
     pub limits: PluginLimits,
+    /// This user's toolgate's signature over the workspace, the name, the digest and the
+    /// requested capabilities: a record a repository shipped has none that verifies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
+
+/// Why a plugin is refused when its record was not written by this user's toolgate; the gate
+/// lists these among the ignored parts of an untrusted workspace.
+pub const UNSIGNED_RECORD: &str = "was not installed by your toolgate (its record has no valid signature), so the repository may have shipped it";
 
 /// What one plugin call may have: the intersection of request and grant.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -212,6 +220,9 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// The plugins installed in one workspace.
 pub struct PluginStore {
     dir: PathBuf,
+    keyring: Option<std::sync::Arc<crate::policy::trust::Keyring>>,
+    workspace: String,
+    trust_all: bool,
 }
 
 /// A component checked and ready to be written by [`PendingInstall::commit`].
@@ -232,10 +243,84 @@ pub struct PendingInstall {
 
 impl PluginStore {
     /// The store of the workspace whose state directory is `state_dir` (`.toolgate/`).
+    /// Without a key nothing verifies: every installed plugin is refused. Use
+    /// [`PluginStore::signed`] for a real workspace.
     pub fn new(state_dir: &Path) -> Self {
         PluginStore {
             dir: state_dir.join("plugins"),
+            keyring: None,
+            workspace: String::new(),
+            trust_all: false,
         }
+    }
+
+    /// The store of `workspace`, whose records are signed and verified with `keyring`;
+    /// `trust_all` loads unsigned records too (`--trust-workspace`).
+    pub fn signed(
+        state_dir: &Path,
+        workspace: &Path,
+        keyring: std::sync::Arc<crate::policy::trust::Keyring>,
+        trust_all: bool,
+    ) -> Self {
+        PluginStore {
+            dir: state_dir.join("plugins"),
+            keyring: Some(keyring),
+            workspace: workspace.to_string_lossy().into_owned(),
+            trust_all,
+        }
+    }
+
+    fn signed_parts(&self, r: &Record) -> Vec<String> {
+        vec![
+            "toolgate-plugin-v1".into(),
+            self.workspace.clone(),
+            r.name.clone(),
+            r.sha256.clone(),
+            serde_json::to_string(&r.capabilities).unwrap_or_default(),
+        ]
+    }
+
+    fn verified(&self, r: &Record) -> bool {
+        let parts = self.signed_parts(r);
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+        match (&self.keyring, &r.signature) {
+            (Some(k), Some(sig)) => k.verify(&parts, sig),
+            _ => false,
+        }
+    }
+
+    fn sign(&self, r: &mut Record) -> Result<()> {
+        let Some(k) = &self.keyring else {
+            return Ok(());
+        };
+        let parts = self.signed_parts(r);
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+        r.signature = Some(k.sign(&parts).map_err(|message| Error::Plugin {
+            name: r.name.clone(),
+            message,
+        })?);
+        Ok(())
+    }
+
+    /// The installed plugins whose records this user's toolgate did not sign.
+    pub fn unsigned(&self) -> Vec<Record> {
+        self.list()
+            .into_iter()
+            .filter_map(|(_, r)| r.ok())
+            .filter(|r| !self.verified(r))
+            .collect()
+    }
+
+    /// Sign every readable record that is not signed yet: the user adopts those plugins
+    /// (their digests are still checked at every load). Returns how many.
+    pub fn adopt_all(&self) -> Result<usize> {
+        let mut n = 0;
+        for mut r in self.unsigned() {
+            self.sign(&mut r)?;
+            write_record(&self.dir.join(&r.name), &r)?;
+            n += 1;
+        }
+        Ok(n)
     }
 
     /// Where plugins are kept.
@@ -285,7 +370,10 @@ impl PluginStore {
             granted: m.capabilities.clone(),
             capabilities: m.capabilities.clone(),
             limits: m.limits.clone(),
+            signature: None,
         };
+        let mut record = record;
+        self.sign(&mut record)?;
         let (loaded, tool) = load_checked(sandbox, limits, &record, &bytes).await?;
         let dir = self.dir.join(&record.name);
         let replaces = if dir.join(RECORD_FILE).exists() {
@@ -367,6 +455,13 @@ impl PluginStore {
                     continue;
                 }
             };
+            if !self.trust_all && !self.verified(&record) {
+                refused.push((
+                    served,
+                    format!("{UNSIGNED_RECORD}; review it with `toolgate plugin list` and adopt it with `toolgate trust`, or reinstall it with `toolgate plugin add`"),
+                ));
+                continue;
+            }
             let file = self.dir.join(&dir_name).join(COMPONENT_FILE);
             let bytes = match std::fs::read(&file) {
                 Ok(b) => b,
@@ -409,8 +504,16 @@ impl PendingInstall {
         let component = self.dir.join(COMPONENT_FILE);
         crate::fsutil::write_atomic(&component, &self.bytes)
             .map_err(|e| Error::io(&component, e))?;
-        let body = toml::to_string_pretty(&self.record).map_err(|e| Error::Plugin {
-            name: self.record.name.clone(),
+        write_record(&self.dir, &self.record)?;
+        Ok(self.record)
+    }
+}
+
+/// Write `record` into the plugin directory `dir` atomically.
+fn write_record(dir: &Path, record: &Record) -> Result<()> {
+    {
+        let body = toml::to_string_pretty(record).map_err(|e| Error::Plugin {
+            name: record.name.clone(),
             message: format!("the record cannot be written: {e}"),
         })?;
         let text = format!(
@@ -419,9 +522,9 @@ impl PendingInstall {
              # only what is in both, so editing [granted] can narrow the plugin, never widen it.\n\
              # `sha256` is the digest of component.wasm: a changed component is refused.\n\n{body}"
         );
-        let path = self.dir.join(RECORD_FILE);
+        let path = dir.join(RECORD_FILE);
         crate::fsutil::write_atomic(&path, text.as_bytes()).map_err(|e| Error::io(&path, e))?;
-        Ok(self.record)
+        Ok(())
     }
 }
 

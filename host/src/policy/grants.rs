@@ -4,13 +4,24 @@
 //! The file is trusted no more than a policy: an entry that reaches a session-capped tool is a
 //! CeilingViolation (reported, never honoured), a symlinked or malformed file is an error, and
 //! nothing in it can override scope or a deny rule.
+//!
+//! A repository can ship this file, so each entry toolgate writes carries `sig`, an HMAC over
+//! the workspace path and the key made with the user's own key (outside the workspace, see
+//! [`super::trust::Keyring`]). An entry without a valid signature (shipped, copied from
+//! another workspace, or added by hand) is ignored and named, until the user adopts it with
+//! `toolgate trust` or `toolgate grants add`, or the run trusts the workspace
+//! (`--trust-workspace`). Removing an entry by hand always works.
 
 use super::rules::{CallKey, KeyPattern};
-use super::Problem;
+use super::trust::Keyring;
+use super::{Ignored, Problem};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
+
+/// What a grant's signature covers.
+const SIGNED_AS: &str = "toolgate-project-grant-v1";
 
 /// One saved grant.
 #[derive(Clone, Debug)]
@@ -36,25 +47,70 @@ struct GrantEntry {
     added: Option<String>,
     #[serde(default)]
     by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sig: Option<String>,
 }
 
 type Stamp = (SystemTime, u64);
 
+/// The honoured grants and the ignored entries of one version of the file.
+type Parsed = Result<(Vec<Grant>, Vec<Ignored>), Problem>;
+
 /// The last file stamp seen and what was parsed from it.
-type Cached = Option<(Option<Stamp>, Result<Vec<Grant>, Problem>)>;
+type Cached = Option<(Option<Stamp>, Parsed)>;
 
 /// The grants file with a cache that is refreshed when its mtime or size changes.
 pub struct ProjectGrants {
     path: PathBuf,
     cache: Mutex<Cached>,
+    keyring: Option<Arc<Keyring>>,
+    workspace: String,
+    trust_all: bool,
 }
 
 impl ProjectGrants {
-    /// The grants file at `path` (it need not exist).
+    /// The grants file at `path` (it need not exist), with no key: nothing in it verifies, so
+    /// every entry is ignored. Use [`ProjectGrants::signed`] for a real workspace.
     pub fn new(path: PathBuf) -> Self {
         ProjectGrants {
             path,
             cache: Mutex::new(None),
+            keyring: None,
+            workspace: String::new(),
+            trust_all: false,
+        }
+    }
+
+    /// The grants file of `workspace`, verified with `keyring`; `trust_all` honours unsigned
+    /// entries too (`--trust-workspace`).
+    pub fn signed(path: PathBuf, workspace: &Path, keyring: Arc<Keyring>, trust_all: bool) -> Self {
+        ProjectGrants {
+            path,
+            cache: Mutex::new(None),
+            keyring: Some(keyring),
+            workspace: workspace.to_string_lossy().into_owned(),
+            trust_all,
+        }
+    }
+
+    fn parts<'a>(&'a self, key: &'a str) -> [&'a str; 3] {
+        [SIGNED_AS, &self.workspace, key]
+    }
+
+    fn verified(&self, e: &GrantEntry) -> bool {
+        match (&self.keyring, &e.sig) {
+            (Some(k), Some(sig)) => k.verify(&self.parts(&e.key), sig),
+            _ => false,
+        }
+    }
+
+    fn sign(&self, key: &str) -> Result<Option<String>, Problem> {
+        match &self.keyring {
+            None => Ok(None),
+            Some(k) => k
+                .sign(&self.parts(key))
+                .map(Some)
+                .map_err(|m| self.problem(None, format!("cannot sign the grant: {m}"))),
         }
     }
 
@@ -66,6 +122,16 @@ impl ProjectGrants {
     /// The current grants, reloading the file if it changed. A malformed or symlinked file is
     /// an error (callers fail closed).
     pub fn current(&self) -> Result<Vec<Grant>, Problem> {
+        self.parsed().map(|(g, _)| g)
+    }
+
+    /// The entries that are not honoured because nothing shows this user's toolgate wrote
+    /// them.
+    pub fn ignored(&self) -> Vec<Ignored> {
+        self.parsed().map(|(_, i)| i).unwrap_or_default()
+    }
+
+    fn parsed(&self) -> Parsed {
         let stamp = self.stamp()?;
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((cached_stamp, value)) = cache.as_ref() {
@@ -74,7 +140,7 @@ impl ProjectGrants {
             }
         }
         let value = match stamp {
-            None => Ok(Vec::new()),
+            None => Ok((Vec::new(), Vec::new())),
             Some(_) => self.parse(),
         };
         *cache = Some((stamp, value.clone()));
@@ -105,9 +171,20 @@ impl ProjectGrants {
         }
     }
 
-    fn parse(&self) -> Result<Vec<Grant>, Problem> {
-        let text = std::fs::read_to_string(&self.path)
-            .map_err(|e| self.problem(None, format!("cannot be read: {e}")))?;
+    fn read_text(&self) -> Result<String, Problem> {
+        let bytes = super::trust::read_state_file(&self.path)
+            .map_err(|m| {
+                self.problem(
+                    None,
+                    m.replacen(&format!("{} ", self.path.display()), "", 1),
+                )
+            })?
+            .unwrap_or_default();
+        String::from_utf8(bytes).map_err(|_| self.problem(None, "is not UTF-8 text".into()))
+    }
+
+    fn parse(&self) -> Parsed {
+        let text = self.read_text()?;
         let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
         let file: GrantsFile = toml::from_str(&text).map_err(|e| {
             self.problem(
@@ -115,18 +192,51 @@ impl ProjectGrants {
                 format!("is malformed: {}", e.message()),
             )
         })?;
-        file.grants
-            .iter()
-            .map(|g| {
-                let line = line_of(g.span().start);
-                KeyPattern::parse(&g.get_ref().key)
-                    .map(|pattern| Grant {
-                        pattern,
-                        source: format!("{}:{line}", self.path.display()),
-                    })
-                    .map_err(|m| self.problem(Some(line), format!("grant key {m}")))
-            })
-            .collect()
+        let mut grants = Vec::new();
+        let mut ignored = Vec::new();
+        for g in &file.grants {
+            let line = line_of(g.span().start);
+            let entry = g.get_ref();
+            let pattern = KeyPattern::parse(&entry.key)
+                .map_err(|m| self.problem(Some(line), format!("grant key {m}")))?;
+            let source = format!("{}:{line}", self.path.display());
+            if self.trust_all || self.verified(entry) {
+                grants.push(Grant { pattern, source });
+            } else {
+                ignored.push(Ignored {
+                    file: self.path.display().to_string(),
+                    part: format!("grant `{}` (line {line})", entry.key),
+                    reason: "not written by your toolgate (no valid signature), so the repository may have shipped it; adopt it with `toolgate grants add` or `toolgate trust`".into(),
+                });
+            }
+        }
+        Ok((grants, ignored))
+    }
+
+    /// The entries without a valid signature (what `toolgate trust` would adopt).
+    pub fn unsigned_keys(&self) -> Result<Vec<String>, Problem> {
+        Ok(self
+            .entries()?
+            .into_iter()
+            .filter(|e| !self.verified(e))
+            .map(|e| e.key)
+            .collect())
+    }
+
+    /// Sign every entry that has no valid signature: the user adopts them as their own.
+    pub fn adopt_all(&self) -> Result<usize, Problem> {
+        let mut entries = self.entries()?;
+        let mut n = 0;
+        for e in &mut entries {
+            if !self.verified(e) {
+                e.sig = self.sign(&e.key)?;
+                n += 1;
+            }
+        }
+        if n > 0 {
+            self.write(&entries)?;
+        }
+        Ok(n)
     }
 
     /// The first grant matching `key`.
@@ -139,13 +249,19 @@ impl ProjectGrants {
     pub fn add(&self, key: &str, by: &str) -> Result<(), Problem> {
         KeyPattern::parse(key).map_err(|m| self.problem(None, format!("grant key {m}")))?;
         let mut entries = self.entries()?;
-        if entries.iter().any(|e| e.key == key) {
-            return Ok(());
+        let sig = self.sign(key)?;
+        if let Some(e) = entries.iter_mut().find(|e| e.key == key) {
+            if self.verified(e) {
+                return Ok(());
+            }
+            e.sig = sig;
+            return self.write(&entries);
         }
         entries.push(GrantEntry {
             key: key.to_string(),
             added: Some(crate::state::now_ms().to_string()),
             by: Some(by.to_string()),
+            sig,
         });
         self.write(&entries)
     }
@@ -175,8 +291,7 @@ impl ProjectGrants {
         if self.stamp()?.is_none() {
             return Ok(Vec::new());
         }
-        let text = std::fs::read_to_string(&self.path)
-            .map_err(|e| self.problem(None, format!("cannot be read: {e}")))?;
+        let text = self.read_text()?;
         let file: GrantsFile = toml::from_str(&text)
             .map_err(|e| self.problem(None, format!("is malformed: {}", e.message())))?;
         Ok(file.grants.into_iter().map(|g| g.into_inner()).collect())
@@ -191,7 +306,8 @@ impl ProjectGrants {
             .map_err(|e| self.problem(None, e.to_string()))?;
         let text = format!(
             "# Project grants: approvals saved as \"always for this project\".\n\
-             # Edit by hand or with `toolgate grants`; changes apply to the next call.\n\
+             # Remove entries by hand or with `toolgate grants revoke`; add them with\n\
+             # `toolgate grants add` (an entry without your toolgate's `sig` is ignored).\n\
              # Session-capped tools (the shell) can never be granted here.\n\n{body}"
         );
         if let Some(dir) = self.path.parent() {
@@ -211,7 +327,14 @@ mod tests {
     #[test]
     fn add_find_revoke_and_reload_after_hand_edit() {
         let dir = tempfile::tempdir().unwrap();
-        let g = ProjectGrants::new(dir.path().join("grants.toml"));
+        let user = tempfile::tempdir().unwrap();
+        let keyring = Arc::new(Keyring::new(user.path()));
+        let g = ProjectGrants::signed(
+            dir.path().join("grants.toml"),
+            dir.path(),
+            keyring.clone(),
+            false,
+        );
         assert!(g
             .find(&CallKey::with_target("write", "src/"))
             .unwrap()
@@ -221,13 +344,29 @@ mod tests {
             .find(&CallKey::with_target("write", "src/a/"))
             .unwrap()
             .is_some());
-        // A hand edit is picked up without a restart.
+        // A hand edit is picked up without a restart, but an added entry has no signature:
+        // it is ignored (named) until adopted.
         let text = std::fs::read_to_string(g.path()).unwrap();
         std::fs::write(g.path(), format!("{text}\n[[grants]]\nkey = \"edit\"\n")).unwrap();
         assert!(g
             .find(&CallKey::with_target("edit", "x/"))
             .unwrap()
+            .is_none());
+        assert_eq!(g.ignored().len(), 1, "{:?}", g.ignored());
+        assert_eq!(g.unsigned_keys().unwrap(), vec!["edit".to_string()]);
+        assert_eq!(g.adopt_all().unwrap(), 1);
+        assert!(g
+            .find(&CallKey::with_target("edit", "x/"))
+            .unwrap()
             .is_some());
+        // The same file in another workspace verifies nothing.
+        let other = ProjectGrants::signed(
+            g.path().to_path_buf(),
+            Path::new("/elsewhere"),
+            keyring,
+            false,
+        );
+        assert!(other.current().unwrap().is_empty());
         assert_eq!(g.revoke("write:src/**").unwrap(), 1);
         assert!(g
             .find(&CallKey::with_target("write", "src/a/"))

@@ -4,6 +4,7 @@
 
 pub mod grants;
 pub mod rules;
+pub mod trust;
 
 use crate::gate::hooks::HookSpec;
 use crate::sandbox::Limits;
@@ -104,6 +105,12 @@ pub struct Policy {
     pub shell: ShellPolicy,
     /// Outgoing HTTP for `fetch` and plugins (`[network]`).
     pub network: NetworkPolicy,
+    /// The loosest mode the managed layer allows (the gate never goes above it).
+    pub mode_ceiling: Option<Mode>,
+    /// What each layer applied, lowest first.
+    pub layers: Vec<LayerReport>,
+    /// What was not applied (an untrusted workspace's loosening parts), each named once.
+    pub ignored: Vec<Ignored>,
 }
 
 /// `[network]` settings: budgets for every request, and the private addresses that may be
@@ -165,16 +172,15 @@ struct PolicyFile {
     network: Option<NetworkFile>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct NetworkFile {
-    #[serde(default)]
-    allow_private: Vec<String>,
+    allow_private: Option<Vec<String>>,
     max_response_bytes: Option<u64>,
     timeout_ms: Option<u64>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default, Clone, Copy, Debug)]
 #[serde(deny_unknown_fields)]
 struct LimitsFile {
     timeout_ms: Option<u64>,
@@ -184,23 +190,18 @@ struct LimitsFile {
     stamp_bytes: Option<u64>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default, Clone, Debug)]
 #[serde(deny_unknown_fields)]
 struct ShellFile {
-    #[serde(default)]
-    require_confinement: bool,
-    #[serde(default)]
-    network: bool,
-    #[serde(default)]
-    env: Vec<String>,
+    require_confinement: Option<bool>,
+    network: Option<bool>,
+    env: Option<Vec<String>>,
     #[serde(default)]
     banned: Vec<String>,
     auto_background_secs: Option<u64>,
     max_processes: Option<u32>,
-    #[serde(default)]
-    read: Vec<std::path::PathBuf>,
-    #[serde(default)]
-    write: Vec<std::path::PathBuf>,
+    read: Option<Vec<std::path::PathBuf>>,
+    write: Option<Vec<std::path::PathBuf>>,
 }
 
 #[derive(Deserialize)]
@@ -215,61 +216,140 @@ struct RuleFile {
     reason: Option<String>,
 }
 
-impl Policy {
-    /// Load a policy file. Any error (syntax, unknown field, bad pattern, failing example) is
-    /// returned with its location; nothing is silently dropped.
-    pub fn load(path: &Path) -> Result<Policy, Vec<Problem>> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            vec![Problem {
-                location: path.display().to_string(),
-                message: format!("cannot be read: {e}"),
-                severity: "error",
-            }]
-        })?;
-        Policy::parse(&path.display().to_string(), &text)
-    }
+/// Which layer a policy file is (SPEC §10), lowest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LayerKind {
+    /// The shipped `default` preset.
+    Builtin,
+    /// `$XDG_CONFIG_HOME/toolgate/policy.toml`.
+    User,
+    /// The workspace's own `.toolgate/policy.toml`: untrusted until `toolgate trust`.
+    Workspace,
+    /// `--policy`, `--preset` and `--mode` on the command line.
+    CommandLine,
+    /// `/etc/toolgate/managed.toml` or `$TOOLGATE_MANAGED_POLICY`: a ceiling nothing loosens.
+    Managed,
+}
 
-    /// A shipped preset by name.
-    pub fn preset(name: &str) -> Result<Policy, Vec<Problem>> {
-        match PRESETS.iter().find(|(n, _)| *n == name) {
-            Some((n, text)) => Policy::parse(&format!("policies/{n}.toml"), text),
-            None => Err(vec![Problem {
-                location: format!("preset `{name}`"),
-                message: format!(
-                    "no such preset; the presets are {}",
-                    PRESETS
-                        .iter()
-                        .map(|(n, _)| *n)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                severity: "error",
-            }]),
+impl LayerKind {
+    /// The name printed by `policy check`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LayerKind::Builtin => "built-in",
+            LayerKind::User => "user",
+            LayerKind::Workspace => "workspace",
+            LayerKind::CommandLine => "command line",
+            LayerKind::Managed => "managed",
         }
     }
+}
 
-    /// The policy for a workspace: `explicit` if given, else `.toolgate/policy.toml` if it
-    /// exists, else the `default` preset.
-    pub fn for_workspace(
-        state_dir: &Path,
-        explicit: Option<&PolicySource>,
-    ) -> Result<Policy, Vec<Problem>> {
-        match explicit {
-            Some(PolicySource::File(p)) => Policy::load(p),
-            Some(PolicySource::Preset(n)) => Policy::preset(n),
-            None => {
-                let file = state_dir.join("policy.toml");
-                if file.exists() {
-                    Policy::load(&file)
-                } else {
-                    Policy::preset("default")
-                }
-            }
+/// One parsed policy file, every setting optional so layers can be stacked.
+#[derive(Clone, Debug)]
+pub struct Layer {
+    /// Where it came from.
+    pub origin: String,
+    /// Which layer it is.
+    pub kind: LayerKind,
+    mode: Option<Mode>,
+    rules: Vec<Rule>,
+    secrets: Vec<String>,
+    limits: LimitsFile,
+    hooks: Vec<HookSpec>,
+    shell: ShellFile,
+    allow_private: Option<Vec<(String, crate::sandbox::net::HostPattern)>>,
+    max_response_bytes: Option<u64>,
+    net_timeout_ms: Option<u64>,
+}
+
+/// What to do about ignored parts, shown with them.
+pub const TRUST_HINT: &str = "the workspace's own policy, grants and plugins are untrusted until you review them: run `toolgate trust` in the workspace (CI: pass --trust-workspace)";
+
+/// A part of a layer that was not applied, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Ignored {
+    /// The file (or `--flag`) it is in.
+    pub file: String,
+    /// The setting, as written (`mode = "allow-all"`, `allow rule `write:**``, `hook `x``).
+    pub part: String,
+    /// Why it was not applied, in plain words.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Ignored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} ignored: {}", self.file, self.part, self.reason)
+    }
+}
+
+/// What one layer contributed, for `policy check`.
+#[derive(Clone, Debug, Serialize)]
+pub struct LayerReport {
+    /// Which layer.
+    pub kind: LayerKind,
+    /// Its file or flag.
+    pub origin: String,
+    /// Whether its loosening parts apply.
+    pub trusted: bool,
+    /// The settings it applied, as written.
+    pub applied: Vec<String>,
+}
+
+/// Where the layers of a workspace's policy come from.
+#[derive(Clone, Debug, Default)]
+pub struct LayerSources {
+    /// The canonical workspace root (trust is recorded by it).
+    pub workspace: PathBuf,
+    /// The user's directories (their policy, their trust store).
+    pub user: Option<crate::userdirs::UserDirs>,
+    /// `--policy` or `--preset`.
+    pub cli: Option<PolicySource>,
+    /// `--mode`.
+    pub cli_mode: Option<Mode>,
+    /// The managed layer's file, if one is in force.
+    pub managed: Option<PathBuf>,
+    /// Trust the workspace layer without a record (`--trust-workspace`, for CI).
+    pub trust_workspace: bool,
+}
+
+/// The managed policy in force: `$TOOLGATE_MANAGED_POLICY` if set (an empty value means
+/// none), else `/etc/toolgate/managed.toml` if it exists.
+pub fn managed_policy_path() -> Option<PathBuf> {
+    match std::env::var_os("TOOLGATE_MANAGED_POLICY") {
+        Some(v) if v.is_empty() => None,
+        Some(v) => Some(PathBuf::from(v)),
+        None => {
+            let p = PathBuf::from("/etc/toolgate/managed.toml");
+            p.exists().then_some(p)
         }
     }
+}
 
-    /// Parse policy text; `origin` names it in messages.
-    pub fn parse(origin: &str, text: &str) -> Result<Policy, Vec<Problem>> {
+/// The workspace layer's file and whether it is trusted, as `toolgate trust` sees it.
+#[derive(Clone, Debug)]
+pub struct WorkspaceLayer {
+    /// `.toolgate/policy.toml`.
+    pub path: PathBuf,
+    /// Its sha256, when it exists.
+    pub sha256: Option<String>,
+    /// Why it is trusted (`trust.toml`, `--trust-workspace`), or `None`.
+    pub trusted_by: Option<String>,
+    /// Trusted before but the file changed since.
+    pub changed_since_trust: bool,
+}
+
+fn rank(m: Mode) -> u8 {
+    match m {
+        Mode::Safe => 0,
+        Mode::Ask => 1,
+        Mode::AllowAll => 2,
+    }
+}
+
+impl Layer {
+    /// Parse one policy file's text as a layer.
+    pub fn parse(origin: &str, kind: LayerKind, text: &str) -> Result<Layer, Vec<Problem>> {
         let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
         let at = |offset: usize| format!("{origin}:{}", line_of(offset));
         let file: PolicyFile = toml::from_str(text).map_err(|e| {
@@ -284,17 +364,16 @@ impl Policy {
             }]
         })?;
         let mut problems = Vec::new();
-        let mode = match &file.mode {
-            None => Mode::default(),
-            Some(m) => Mode::parse(m.get_ref()).unwrap_or_else(|| {
+        let mode = file.mode.as_ref().map(|m| {
+            Mode::parse(m.get_ref()).unwrap_or_else(|| {
                 problems.push(Problem {
                     location: at(m.span().start),
                     message: format!("unknown mode `{}`; use safe, ask or allow-all", m.get_ref()),
                     severity: "error",
                 });
                 Mode::Ask
-            }),
-        };
+            })
+        });
         let mut rules = Vec::new();
         for spanned in &file.rules {
             let location = at(spanned.span().start);
@@ -359,73 +438,546 @@ impl Policy {
                 });
             }
         }
-        let mut network = NetworkPolicy::default();
-        if let Some(n) = &file.network {
-            for text in &n.allow_private {
-                match crate::sandbox::net::HostPattern::parse(text) {
-                    Ok(p) => network.allow_private.push(p),
-                    Err(message) => problems.push(Problem {
-                        location: format!("{origin} [network] allow_private"),
-                        message,
-                        severity: "error",
-                    }),
+        let network = file.network.unwrap_or_default();
+        let allow_private = network.allow_private.map(|texts| {
+            texts
+                .into_iter()
+                .filter_map(
+                    |text| match crate::sandbox::net::HostPattern::parse(&text) {
+                        Ok(p) => Some((text, p)),
+                        Err(message) => {
+                            problems.push(Problem {
+                                location: format!("{origin} [network] allow_private"),
+                                message,
+                                severity: "error",
+                            });
+                            None
+                        }
+                    },
+                )
+                .collect()
+        });
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        Ok(Layer {
+            origin: origin.to_string(),
+            kind,
+            mode,
+            rules,
+            secrets: file.secrets,
+            limits: file.limits.unwrap_or_default(),
+            hooks: file.hooks,
+            shell: file.shell.unwrap_or_default(),
+            allow_private,
+            max_response_bytes: network.max_response_bytes,
+            net_timeout_ms: network.timeout_ms,
+        })
+    }
+
+    /// Load a layer from a file (read as host state: a regular file, no symlink).
+    pub fn load(path: &Path, kind: LayerKind) -> Result<Option<Layer>, Vec<Problem>> {
+        let origin = path.display().to_string();
+        let bytes = trust::read_state_file(path).map_err(|message| {
+            vec![Problem {
+                location: origin.clone(),
+                message: message.replacen(&format!("{origin} "), "", 1),
+                severity: "error",
+            }]
+        })?;
+        let Some(bytes) = bytes else {
+            return Ok(None);
+        };
+        let text = String::from_utf8(bytes).map_err(|_| {
+            vec![Problem {
+                location: origin.clone(),
+                message: "is not UTF-8 text".into(),
+                severity: "error",
+            }]
+        })?;
+        Layer::parse(&origin, kind, &text).map(Some)
+    }
+
+    /// A layer holding only a mode (`--mode`).
+    pub fn mode_only(origin: &str, kind: LayerKind, mode: Mode) -> Layer {
+        Layer {
+            origin: origin.to_string(),
+            kind,
+            mode: Some(mode),
+            rules: Vec::new(),
+            secrets: Vec::new(),
+            limits: LimitsFile::default(),
+            hooks: Vec::new(),
+            shell: ShellFile::default(),
+            allow_private: None,
+            max_response_bytes: None,
+            net_timeout_ms: None,
+        }
+    }
+}
+
+/// Stacks layers into one policy, noting what each applied and what was ignored.
+struct Stack {
+    policy: Policy,
+    allow_private_text: Vec<String>,
+    reports: Vec<LayerReport>,
+    ignored: Vec<Ignored>,
+}
+
+impl Stack {
+    fn new() -> Self {
+        Stack {
+            policy: Policy {
+                origin: String::new(),
+                mode: Mode::default(),
+                rules: Vec::new(),
+                secrets: Vec::new(),
+                limits: Limits::default(),
+                hooks: Vec::new(),
+                require_confinement: false,
+                shell: ShellPolicy::default(),
+                network: NetworkPolicy::default(),
+                mode_ceiling: None,
+                layers: Vec::new(),
+                ignored: Vec::new(),
+            },
+            allow_private_text: Vec::new(),
+            reports: Vec::new(),
+            ignored: Vec::new(),
+        }
+    }
+
+    /// Apply `layer`. Untrusted, only what makes the policy stricter applies; managed, every
+    /// value it sets is a ceiling for what the layers below chose.
+    fn push(&mut self, layer: &Layer, trusted: bool) {
+        let strict_only = !trusted;
+        let ceiling = layer.kind == LayerKind::Managed;
+        let mut applied = Vec::new();
+        let mut ignored = Vec::new();
+        let file = layer.origin.clone();
+        let mut ignore = |part: String, reason: String| {
+            ignored.push(Ignored {
+                file: file.clone(),
+                part,
+                reason,
+            })
+        };
+        let p = &mut self.policy;
+
+        if let Some(m) = layer.mode {
+            let part = format!("mode = \"{}\"", m.as_str());
+            if ceiling {
+                if rank(m) < rank(p.mode) {
+                    p.mode = m;
                 }
-            }
-            if let Some(b) = n.max_response_bytes {
-                network.max_response_bytes = b;
-            }
-            if let Some(ms) = n.timeout_ms {
-                network.timeout = Duration::from_millis(ms);
+                p.mode_ceiling = Some(m);
+                applied.push(format!("{part} (no layer may be looser)"));
+            } else if strict_only && rank(m) > rank(p.mode) {
+                ignore(part, format!("looser than `{}` below it", p.mode.as_str()));
+            } else {
+                p.mode = m;
+                applied.push(part);
             }
         }
-        let mut limits = Limits::default();
-        if let Some(l) = &file.limits {
-            if let Some(ms) = l.timeout_ms {
-                limits.timeout = Duration::from_millis(ms);
+        for r in &layer.rules {
+            let part = format!(
+                "{} rule `{}` ({})",
+                r.decision.as_str(),
+                r.pattern.as_str(),
+                r.source
+            );
+            if strict_only && r.decision == RuleDecision::Allow {
+                ignore(part, "an allow rule loosens the policy".into());
+            } else {
+                p.rules.push(r.clone());
+                applied.push(part);
             }
-            if let Some(mb) = l.memory_mb {
-                limits.max_memory_bytes =
-                    usize::try_from(mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
+        }
+        for s in &layer.secrets {
+            p.secrets.push(s.clone());
+            applied.push(format!("secret `{s}`"));
+        }
+        for h in &layer.hooks {
+            let part = format!("hook `{}`", h.command.join(" "));
+            if strict_only {
+                ignore(
+                    part,
+                    "hooks run programs on this machine; an untrusted layer's never run".into(),
+                );
+            } else {
+                p.hooks.push(h.clone());
+                applied.push(part);
             }
-            if let Some(b) = l.output_bytes {
-                limits.max_output_bytes = usize::try_from(b).unwrap_or(usize::MAX);
+        }
+
+        // Numbers where lower is stricter.
+        let l = &layer.limits;
+        let mut lower = |part: &str, new: Option<u64>, cur: u64, set: &mut dyn FnMut(u64)| {
+            let Some(v) = new else { return };
+            let text = format!("{part} = {v}");
+            if ceiling {
+                set(v.min(cur));
+                applied.push(format!("{text} (a ceiling)"));
+            } else if strict_only && v > cur {
+                ignore(text, format!("above the {cur} below it"));
+            } else {
+                set(v);
+                applied.push(text);
             }
-            if let Some(b) = l.result_bytes {
-                limits.max_result_bytes = usize::try_from(b).unwrap_or(usize::MAX);
+        };
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let lim = &mut p.limits;
+        let cur = ms(lim.timeout);
+        lower("[limits] timeout_ms", l.timeout_ms, cur, &mut |v| {
+            lim.timeout = Duration::from_millis(v)
+        });
+        let cur = (lim.max_memory_bytes >> 20) as u64;
+        lower("[limits] memory_mb", l.memory_mb, cur, &mut |v| {
+            lim.max_memory_bytes = usize::try_from(v.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
+        });
+        let cur = lim.max_output_bytes as u64;
+        lower("[limits] output_bytes", l.output_bytes, cur, &mut |v| {
+            lim.max_output_bytes = usize::try_from(v).unwrap_or(usize::MAX)
+        });
+        let cur = lim.max_result_bytes as u64;
+        lower("[limits] result_bytes", l.result_bytes, cur, &mut |v| {
+            lim.max_result_bytes = usize::try_from(v).unwrap_or(usize::MAX)
+        });
+        let cur = lim.stamp_bytes;
+        lower("[limits] stamp_bytes", l.stamp_bytes, cur, &mut |v| {
+            lim.stamp_bytes = v
+        });
+        let sh = &layer.shell;
+        let cur = p.shell.auto_background_secs.unwrap_or(60);
+        let slot = &mut p.shell.auto_background_secs;
+        lower(
+            "[shell] auto_background_secs",
+            sh.auto_background_secs,
+            cur,
+            &mut |v| *slot = Some(v),
+        );
+        let cur = u64::from(
+            p.shell
+                .max_processes
+                .unwrap_or(crate::exec::confine::DEFAULT_MAX_PROCESSES),
+        );
+        let slot = &mut p.shell.max_processes;
+        lower(
+            "[shell] max_processes",
+            sh.max_processes.map(u64::from),
+            cur,
+            &mut |v| *slot = Some(u32::try_from(v).unwrap_or(u32::MAX)),
+        );
+        let cur = p.network.max_response_bytes;
+        let slot = &mut p.network.max_response_bytes;
+        lower(
+            "[network] max_response_bytes",
+            layer.max_response_bytes,
+            cur,
+            &mut |v| *slot = v,
+        );
+        let cur = ms(p.network.timeout);
+        let slot = &mut p.network.timeout;
+        lower(
+            "[network] timeout_ms",
+            layer.net_timeout_ms,
+            cur,
+            &mut |v| *slot = Duration::from_millis(v),
+        );
+
+        if let Some(v) = sh.require_confinement {
+            let part = format!("[shell] require_confinement = {v}");
+            if v || (!strict_only && !ceiling) {
+                p.require_confinement = v || (ceiling && p.require_confinement);
+                applied.push(part);
+            } else {
+                ignore(part, "would drop a confinement requirement".into());
             }
-            if let Some(b) = l.stamp_bytes {
-                limits.stamp_bytes = b;
+        }
+        for b in &sh.banned {
+            p.shell.banned.push(b.clone());
+            applied.push(format!("[shell] banned `{b}`"));
+        }
+        if let Some(v) = sh.network {
+            let part = format!("[shell] network = {v}");
+            if ceiling {
+                p.shell.network &= v;
+                applied.push(format!("{part} (a ceiling)"));
+            } else if strict_only && v {
+                ignore(
+                    part,
+                    "gives shell commands the network (a way out for anything they read)".into(),
+                );
+            } else {
+                p.shell.network = v;
+                applied.push(part);
+            }
+        }
+        // Lists that give something: an untrusted layer adds nothing, a managed one is the
+        // set the others may choose from.
+        let mut grant_list = |part: &str, new: &Option<Vec<String>>, cur: &mut Vec<String>| {
+            let Some(list) = new else { return };
+            let text = format!("{part} = {list:?}");
+            if ceiling {
+                cur.retain(|x| list.contains(x));
+                applied.push(format!("{text} (a ceiling)"));
+            } else if strict_only {
+                if !list.is_empty() {
+                    ignore(text, "gives tools more than the layers below".into());
+                }
+            } else {
+                for x in list {
+                    if !cur.contains(x) {
+                        cur.push(x.clone());
+                    }
+                }
+                applied.push(text);
+            }
+        };
+        grant_list("[shell] env", &sh.env, &mut p.shell.env);
+        let as_text = |v: &Option<Vec<PathBuf>>| {
+            v.as_ref()
+                .map(|l| l.iter().map(|x| x.display().to_string()).collect())
+        };
+        let mut read: Vec<String> = p
+            .shell
+            .read
+            .iter()
+            .map(|x| x.display().to_string())
+            .collect();
+        grant_list("[shell] read", &as_text(&sh.read), &mut read);
+        p.shell.read = read.into_iter().map(PathBuf::from).collect();
+        let mut write: Vec<String> = p
+            .shell
+            .write
+            .iter()
+            .map(|x| x.display().to_string())
+            .collect();
+        grant_list("[shell] write", &as_text(&sh.write), &mut write);
+        p.shell.write = write.into_iter().map(PathBuf::from).collect();
+        let texts = layer
+            .allow_private
+            .as_ref()
+            .map(|l| l.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>());
+        let before = self.allow_private_text.clone();
+        grant_list(
+            "[network] allow_private",
+            &texts,
+            &mut self.allow_private_text,
+        );
+        if self.allow_private_text != before {
+            let mut kept = Vec::new();
+            for t in &self.allow_private_text {
+                if let Some(i) = before.iter().position(|b| b == t) {
+                    kept.push(p.network.allow_private[i].clone());
+                } else if let Some((_, pat)) = layer
+                    .allow_private
+                    .as_ref()
+                    .and_then(|l| l.iter().find(|(x, _)| x == t))
+                {
+                    kept.push(pat.clone());
+                }
+            }
+            p.network.allow_private = kept;
+        }
+
+        self.reports.push(LayerReport {
+            kind: layer.kind,
+            origin: layer.origin.clone(),
+            trusted,
+            applied,
+        });
+        self.ignored.extend(ignored);
+    }
+
+    fn finish(mut self) -> Policy {
+        self.policy.origin = self
+            .reports
+            .iter()
+            .filter(|r| r.kind != LayerKind::Builtin || self.reports.len() == 1)
+            .map(|r| r.origin.clone())
+            .collect::<Vec<_>>()
+            .join(" + ");
+        if self.policy.origin.is_empty() {
+            self.policy.origin = "policies/default.toml".into();
+        }
+        self.policy.layers = self.reports;
+        self.policy.ignored = self.ignored;
+        self.policy
+    }
+}
+
+impl Policy {
+    /// Load one policy file as the only layer (trusted). Any error (syntax, unknown field, bad
+    /// pattern, failing example) is returned with its location; nothing is silently dropped.
+    pub fn load(path: &Path) -> Result<Policy, Vec<Problem>> {
+        let layer = Layer::load(path, LayerKind::CommandLine)?.ok_or_else(|| {
+            vec![Problem {
+                location: path.display().to_string(),
+                message: "cannot be read: it does not exist".into(),
+                severity: "error",
+            }]
+        })?;
+        let mut stack = Stack::new();
+        stack.push(&layer, true);
+        Ok(stack.finish())
+    }
+
+    fn preset_layer(name: &str, kind: LayerKind) -> Result<Layer, Vec<Problem>> {
+        match PRESETS.iter().find(|(n, _)| *n == name) {
+            Some((n, text)) => Layer::parse(&format!("policies/{n}.toml"), kind, text),
+            None => Err(vec![Problem {
+                location: format!("preset `{name}`"),
+                message: format!(
+                    "no such preset; the presets are {}",
+                    PRESETS
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                severity: "error",
+            }]),
+        }
+    }
+
+    /// A shipped preset by name.
+    pub fn preset(name: &str) -> Result<Policy, Vec<Problem>> {
+        let layer = Policy::preset_layer(name, LayerKind::Builtin)?;
+        let mut stack = Stack::new();
+        stack.push(&layer, true);
+        Ok(stack.finish())
+    }
+
+    /// Parse policy text as the only layer (trusted); `origin` names it in messages.
+    pub fn parse(origin: &str, text: &str) -> Result<Policy, Vec<Problem>> {
+        let layer = Layer::parse(origin, LayerKind::CommandLine, text)?;
+        let mut stack = Stack::new();
+        stack.push(&layer, true);
+        Ok(stack.finish())
+    }
+
+    /// The workspace layer's file and its trust (nothing is loaded).
+    pub fn workspace_layer(sources: &LayerSources) -> WorkspaceLayer {
+        let path = sources.workspace.join(".toolgate").join("policy.toml");
+        let sha256 = trust::read_state_file(&path)
+            .ok()
+            .flatten()
+            .map(|b| trust::sha256_hex(&b));
+        let store = sources
+            .user
+            .as_ref()
+            .map(|u| trust::TrustStore::new(&u.config));
+        let recorded = store
+            .as_ref()
+            .and_then(|s| s.entry(&sources.workspace).ok().flatten());
+        let trusted_by = if sources.trust_workspace {
+            Some("--trust-workspace".to_string())
+        } else {
+            match (&recorded, &sha256, &store) {
+                (Some(e), Some(h), Some(s)) if &e.policy_sha256 == h => {
+                    Some(s.path().display().to_string())
+                }
+                _ => None,
+            }
+        };
+        let changed_since_trust = trusted_by.is_none()
+            && matches!((&recorded, &sha256), (Some(e), Some(h)) if &e.policy_sha256 != h);
+        WorkspaceLayer {
+            path,
+            sha256,
+            trusted_by,
+            changed_since_trust,
+        }
+    }
+
+    /// Every layer for a workspace, stacked: built-in < user < workspace (untrusted: only
+    /// what is stricter) < command line, under the managed ceiling (SPEC §10).
+    pub fn layered(sources: &LayerSources) -> Result<Policy, Vec<Problem>> {
+        let mut problems = Vec::new();
+        let mut layers: Vec<(Layer, bool)> = Vec::new();
+        let mut take = |r: Result<Option<Layer>, Vec<Problem>>, trusted: bool| match r {
+            Ok(Some(l)) => layers.push((l, trusted)),
+            Ok(None) => {}
+            Err(p) => problems.extend(p),
+        };
+        take(
+            Policy::preset_layer("default", LayerKind::Builtin).map(Some),
+            true,
+        );
+        if let Some(u) = &sources.user {
+            take(
+                Layer::load(&u.config.join("policy.toml"), LayerKind::User),
+                true,
+            );
+        }
+        let ws = Policy::workspace_layer(sources);
+        take(
+            Layer::load(&ws.path, LayerKind::Workspace),
+            ws.trusted_by.is_some(),
+        );
+        match &sources.cli {
+            Some(PolicySource::File(p)) => match Layer::load(p, LayerKind::CommandLine) {
+                Ok(None) => take(
+                    Err(vec![Problem {
+                        location: p.display().to_string(),
+                        message: "cannot be read: it does not exist (--policy)".into(),
+                        severity: "error",
+                    }]),
+                    true,
+                ),
+                other => take(other, true),
+            },
+            Some(PolicySource::Preset(n)) => take(
+                Policy::preset_layer(n, LayerKind::CommandLine).map(Some),
+                true,
+            ),
+            None => {}
+        }
+        if let Some(m) = sources.cli_mode {
+            take(
+                Ok(Some(Layer::mode_only("--mode", LayerKind::CommandLine, m))),
+                true,
+            );
+        }
+        if let Some(path) = &sources.managed {
+            match Layer::load(path, LayerKind::Managed) {
+                Ok(None) => take(
+                    Err(vec![Problem {
+                        location: path.display().to_string(),
+                        message: "the managed policy does not exist; fix TOOLGATE_MANAGED_POLICY (an empty value means none)".into(),
+                        severity: "error",
+                    }]),
+                    true,
+                ),
+                other => take(other, true),
             }
         }
         if !problems.is_empty() {
             return Err(problems);
         }
-        Ok(Policy {
-            origin: origin.to_string(),
-            mode,
-            rules,
-            secrets: file.secrets,
-            limits,
-            hooks: file.hooks,
-            require_confinement: file
-                .shell
-                .as_ref()
-                .map(|s| s.require_confinement)
-                .unwrap_or(false),
-            shell: file
-                .shell
-                .map(|s| ShellPolicy {
-                    network: s.network,
-                    env: s.env,
-                    banned: s.banned,
-                    auto_background_secs: s.auto_background_secs,
-                    max_processes: s.max_processes,
-                    read: s.read,
-                    write: s.write,
-                })
-                .unwrap_or_default(),
-            network,
-        })
+        let mut stack = Stack::new();
+        for (layer, trusted) in &layers {
+            stack.push(layer, *trusted);
+        }
+        let mut policy = stack.finish();
+        if ws.changed_since_trust {
+            for i in &mut policy.ignored {
+                if i.file == ws.path.display().to_string() {
+                    i.reason
+                        .push_str(" (the file changed since you trusted it)");
+                }
+            }
+        }
+        Ok(policy)
+    }
+
+    /// Clamp `mode` to the managed ceiling.
+    pub fn clamp_mode(&self, mode: Mode) -> Mode {
+        match self.mode_ceiling {
+            Some(c) if rank(mode) > rank(c) => c,
+            _ => mode,
+        }
     }
 
     /// The strictest rule matching `key`, if any (deny > ask > allow; the first of equals).

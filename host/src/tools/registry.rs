@@ -266,6 +266,23 @@ impl Registry {
         self.refused.get(name).map(String::as_str)
     }
 
+    /// The plugins refused because this user's toolgate did not install them (an untrusted
+    /// workspace's shipped plugins), as ignored parts.
+    pub fn ignored_plugins(&self) -> Vec<crate::policy::Ignored> {
+        self.refused
+            .iter()
+            .filter(|(_, why)| why.starts_with(crate::plugins::UNSIGNED_RECORD))
+            .map(|(name, _)| crate::policy::Ignored {
+                file: format!(
+                    ".toolgate/plugins/{}",
+                    name.trim_start_matches(crate::plugins::TOOL_PREFIX)
+                ),
+                part: format!("plugin `{name}`"),
+                reason: crate::plugins::UNSIGNED_RECORD.into(),
+            })
+            .collect()
+    }
+
     /// Every refused plugin tool with the reason.
     pub fn all_refused(&self) -> impl Iterator<Item = (&str, &str)> {
         self.refused.iter().map(|(k, v)| (k.as_str(), v.as_str()))
