@@ -8,6 +8,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod approval;
+pub mod explain;
 pub mod hooks;
 pub mod scope;
 
@@ -61,6 +62,15 @@ pub struct GateOptions {
     pub approver: Option<Arc<dyn Approver>>,
     /// How long an approval request waits (default 5 minutes).
     pub approval_expiry: Option<Duration>,
+    /// The user's own directories (their policy layer, trust store and signing key); `None`:
+    /// from `XDG_CONFIG_HOME`/`XDG_STATE_HOME`/`HOME`.
+    pub user_dirs: Option<crate::userdirs::UserDirs>,
+    /// The managed policy; `None`: `$TOOLGATE_MANAGED_POLICY`, else
+    /// `/etc/toolgate/managed.toml` if it exists.
+    pub managed_policy: Option<PathBuf>,
+    /// Trust the workspace's own policy, grants and plugins for this run without a record
+    /// (`--trust-workspace`, for CI on a repository the job checked out on purpose).
+    pub trust_workspace: bool,
 }
 
 /// One workspace's gate: the tools, the policy, the sandbox and the state.
@@ -81,6 +91,8 @@ pub struct Gate {
     denied_globs: Vec<String>,
     /// Sessions already recorded in the state database by this gate.
     known_sessions: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Sessions already told (in `data.policy_ignored`) what of the policy was ignored.
+    told_ignored: std::sync::Mutex<std::collections::HashSet<String>>,
     /// The deny-list enforced inside the guest's preopens.
     fs_deny: Arc<FsDeny>,
     /// The host exec capability: settings and background jobs (they die with the gate).
@@ -110,8 +122,25 @@ impl Gate {
     /// policy with problems stops here with every problem listed.
     pub async fn open(options: GateOptions) -> Result<Self> {
         let probe = Workspace::new(&options.workspace, &[])?;
-        let policy = Policy::for_workspace(&probe.state_dir(), options.policy.as_ref())
+        let user = options
+            .user_dirs
+            .clone()
+            .unwrap_or_else(crate::userdirs::UserDirs::from_env);
+        let sources = crate::policy::LayerSources {
+            workspace: probe.root().to_path_buf(),
+            user: Some(user.clone()),
+            cli: options.policy.clone(),
+            cli_mode: options.mode,
+            managed: options
+                .managed_policy
+                .clone()
+                .or_else(crate::policy::managed_policy_path),
+            trust_workspace: options.trust_workspace,
+        };
+        let policy = Policy::layered(&sources)
             .map_err(|problems| crate::policy::problems_error(&problems))?;
+        let workspace_trusted = Policy::workspace_layer(&sources).trusted_by.is_some();
+        let keyring = Arc::new(crate::policy::trust::Keyring::new(&user.config));
         let mut secrets = options.extra_secrets.clone();
         secrets.extend(policy.secrets.iter().cloned());
         let workspace = Workspace::new(&options.workspace, &secrets)?;
@@ -120,6 +149,7 @@ impl Gate {
             .clone()
             .unwrap_or_else(|| workspace.state_dir());
         let state = StateDb::open(&state_dir.join("state.db"))?;
+        state.sign_session_grants(keyring.clone(), workspace.root());
         let limits = options
             .limits
             .clone()
@@ -129,7 +159,12 @@ impl Gate {
         for file in &options.extra_components {
             registry.add_file(&sandbox, &limits, file).await?;
         }
-        let plugins = crate::plugins::PluginStore::new(&workspace.state_dir());
+        let plugins = crate::plugins::PluginStore::signed(
+            &workspace.state_dir(),
+            workspace.root(),
+            keyring.clone(),
+            workspace_trusted,
+        );
         registry.add_plugins(&sandbox, &limits, &plugins).await;
         let mut grant_keys = options.grants.clone();
         if options.allow_writes {
@@ -146,7 +181,12 @@ impl Gate {
             .collect::<Result<Vec<_>>>()?;
         let denied_globs = workspace.guest_denied_globs();
         let fs_deny = Arc::new(FsDeny::new(Workspace::new(workspace.root(), &secrets)?));
-        let project_grants = ProjectGrants::new(workspace.state_dir().join("grants.toml"));
+        let project_grants = ProjectGrants::signed(
+            workspace.state_dir().join("grants.toml"),
+            workspace.root(),
+            keyring.clone(),
+            workspace_trusted,
+        );
         let exec_host = Arc::new(
             ExecHost::new(
                 workspace.root().to_path_buf(),
@@ -170,7 +210,7 @@ impl Gate {
             }),
         );
         Ok(Gate {
-            mode: RwLock::new(options.mode.unwrap_or(policy.mode)),
+            mode: RwLock::new(policy.mode),
             workspace,
             state,
             sandbox,
@@ -184,6 +224,7 @@ impl Gate {
             approval_expiry: options.approval_expiry.unwrap_or(approval::DEFAULT_EXPIRY),
             denied_globs,
             known_sessions: Default::default(),
+            told_ignored: Default::default(),
             fs_deny,
             exec_host,
         })
@@ -209,6 +250,15 @@ impl Gate {
         &self.policy
     }
 
+    /// What of the workspace's own policy and grants is not applied (untrusted, or changed
+    /// since the user trusted it), each part named once.
+    pub fn policy_ignored(&self) -> Vec<crate::policy::Ignored> {
+        let mut v = self.policy.ignored.clone();
+        v.extend(self.project_grants.ignored());
+        v.extend(self.registry.ignored_plugins());
+        v
+    }
+
     /// The project grants file.
     pub fn project_grants(&self) -> &ProjectGrants {
         &self.project_grants
@@ -226,6 +276,8 @@ impl Gate {
 
     /// Change the mode; the next decision sees it, even for calls already waiting.
     pub fn set_mode(&self, mode: Mode) {
+        // The managed layer's mode is a ceiling no surface can go above.
+        let mode = self.policy.clamp_mode(mode);
         *self.mode.write().unwrap_or_else(|p| p.into_inner()) = mode;
     }
 
@@ -378,7 +430,37 @@ impl Gate {
         if let Err(e) = self.state.audit(&call_id, session, tool_name, &events) {
             tracing::warn!(error = %e, "audit write failed");
         }
+        let mut observation = observation;
+        self.tell_ignored(session, &mut observation);
         observation
+    }
+
+    /// The first observation of each session names what of the policy was ignored.
+    fn tell_ignored(&self, session: &str, o: &mut Observation) {
+        let ignored = self.policy_ignored();
+        if ignored.is_empty() {
+            return;
+        }
+        let first = self
+            .told_ignored
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(session.to_string());
+        if !first {
+            return;
+        }
+        if !o.data.is_object() {
+            o.data = json!({});
+        }
+        if let Value::Object(map) = &mut o.data {
+            map.insert(
+                "policy_ignored".into(),
+                json!({
+                    "parts": ignored,
+                    "hint": crate::policy::TRUST_HINT,
+                }),
+            );
+        }
     }
 
     fn touch_session(&self, session: &str) {

@@ -72,6 +72,8 @@ pub struct StateDb {
     /// thread removes each once its row is committed, so the database stays the authority
     /// (a newer read or a `session forget` by another process is seen at once).
     pending_reads: reads::PendingReads,
+    /// Signs and verifies session grants (a shipped `state.db` grants nothing).
+    grant_signer: session_grants::Signer,
 }
 
 impl Drop for StateDb {
@@ -108,6 +110,7 @@ impl StateDb {
         conn.pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(|e| state_err(path, e))?;
         conn.execute_batch(SCHEMA).map_err(|e| state_err(path, e))?;
+        session_grants::migrate(&conn).map_err(|e| state_err(path, e))?;
         let pending_reads = reads::PendingReads::default();
         let (writer, handle) =
             audit::start_writer(path, pending_reads.clone()).map_err(|e| Error::io(path, e))?;
@@ -117,6 +120,7 @@ impl StateDb {
             writer,
             writer_thread: Mutex::new(Some(handle)),
             pending_reads,
+            grant_signer: Default::default(),
         })
     }
 
