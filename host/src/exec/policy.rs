@@ -9,7 +9,7 @@
 //! - **exact-text** (wrappers and options that run another program): never keyed on the program
 //!   name, always on the whole text — `env`, `nohup`, `timeout`, `xargs`, `sh -c`, `find -exec`,
 //!   `git -c`, `git diff --textconv`, `rg --pre`, …, and every git option, subcommand, URL
-//!   or config write that runs a program or makes git run one later ([`git_exact`]);
+//!   or config write that runs a program or makes git run one later (`git_exact`);
 //! - **dangerous**: always asked, even under a broader session grant for the program —
 //!   `git push`, `git reset --hard`, `rm -r`, `kill`, …;
 //! - **read-only**: run without a prompt in `ask` mode — an **allowlist**: a program from the
