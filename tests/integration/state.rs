@@ -36,8 +36,8 @@ async fn a_call_is_audited_as_intent_decision_started_completed() {
         );
     }
 
-    // The 10 kB content is stored cut, with its length and hash; the hash of the whole input
-    // is kept so the call can still be matched.
+    // The 10 kB content is stored as its size, hash and a redacted excerpt; the hash of the
+    // whole input is kept so the call can still be matched.
     let full_input = json!({"path": "big.txt", "content": content});
     let content_sha = hex::encode(Sha256::digest(content.as_bytes()));
     assert_eq!(
@@ -45,7 +45,7 @@ async fn a_call_is_audited_as_intent_decision_started_completed() {
         json!({
             "input": {
                 "path": "big.txt",
-                "content": format!("{}… [10000 bytes, sha256 {}]", &content[..200], &content_sha[..16]),
+                "content": {"bytes": 10000, "sha256": content_sha, "excerpt": &content[..200]},
             },
             "input_sha256": hex::encode(Sha256::digest(full_input.to_string().as_bytes())),
         })

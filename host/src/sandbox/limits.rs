@@ -18,7 +18,7 @@ pub struct Limits {
     /// and keeps the whole under `.toolgate/outputs/`.
     pub max_output_bytes: usize,
     /// Host-side files bigger than this (staleness stamps, history) are stamped by size,
-    /// mtime and inode instead of content, and history keeps only their hash.
+    /// mtime and inode instead of content, and history keeps only that stamp (no content).
     pub stamp_bytes: u64,
 }
 
