@@ -1362,9 +1362,7 @@ fn git_exact(argv: &[String]) -> Option<String> {
     {
         return Some("with these global options runs or changes more than itself".into());
     }
-    let Some(name) = argv.get(sub) else {
-        return None;
-    };
+    let name = argv.get(sub)?;
     let args = &argv[sub + 1..];
     if args_hit("git", Some(name), args, GIT_EXEC_ANYWHERE) {
         return Some("with these options runs another program".into());
