@@ -321,3 +321,34 @@ async fn an_exact_grant_still_runs_the_command() {
     let o = sh(&g, command).await;
     assert_eq!(o.status, Status::Ok, "{o:#?}");
 }
+
+/// A repository can ship a directory that looks like a bare repository, with a config whose
+/// `core.sshCommand` is a program: an ordinary `git fetch` inside it under `shell:git **` must
+/// not obey it (git runs with `safe.bareRepository=explicit`).
+#[tokio::test]
+async fn an_embedded_bare_repository_config_is_not_obeyed() {
+    let ws = workspace();
+    let evil = ws.path("vendor/evil");
+    std::fs::create_dir_all(&evil).unwrap();
+    let out = std::process::Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&evil)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mark = ws.path("vendor/pwned");
+    std::fs::write(
+        evil.join("config"),
+        format!(
+            "[core]\n\tbare = true\n\tsshCommand = touch {}\n[remote \"o\"]\n\turl = ssh://example.invalid/x\n",
+            mark.display()
+        ),
+    )
+    .unwrap();
+    let g = gate_granting(&ws, &["shell:git **"]).await;
+    let o = sh(&g, "git -C vendor/evil fetch o").await;
+    assert_eq!(pwned(&ws.root()), Vec::<PathBuf>::new(), "{o:#?}");
+    assert_ne!(o.status, Status::Ok, "{o:#?}");
+}

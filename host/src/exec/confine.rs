@@ -235,6 +235,14 @@ pub fn scrubbed_env(config: &ExecConfig, _workspace: &Path, tmp: &Path) -> Vec<(
     }
     env.push(("TMPDIR".into(), tmp.display().to_string()));
     env.push(("TOOLGATE".into(), "1".into()));
+    // A repository can ship a directory that looks like a bare repository (HEAD, objects/,
+    // refs/, and a config whose core.sshCommand or core.fsmonitor is a program); git run
+    // inside it would obey that config. Only repositories named explicitly (`--git-dir`, which
+    // asks) may be bare. Command scope is protected configuration, so no repository's own
+    // config can turn this off.
+    env.push(("GIT_CONFIG_COUNT".into(), "1".into()));
+    env.push(("GIT_CONFIG_KEY_0".into(), "safe.bareRepository".into()));
+    env.push(("GIT_CONFIG_VALUE_0".into(), "explicit".into()));
     env
 }
 
