@@ -542,3 +542,62 @@ async fn policy_paths_are_shown_and_cannot_undo_the_view() {
         assert!(o.content.contains("[shell]"), "{bad}: {o:#?}");
     }
 }
+
+/// Commands without the network share one empty network namespace (no new one per command);
+/// one command still cannot reach another through it: not by loopback (no interface is up)
+/// and not by an abstract unix socket (Landlock's scope keeps each to its own).
+#[tokio::test]
+async fn concurrent_commands_do_not_reach_each_other_through_the_network_namespace() {
+    let ws = Ws::new();
+    let g = gate(&ws, ASK, &["shell"]).await;
+    if !confine::available(false).scopes {
+        eprintln!(
+            "skipped: Landlock scopes (ABI 6) unavailable; each command gets its own namespace"
+        );
+        return;
+    }
+    let name = format!("toolgate-peer-{}", std::process::id());
+    ws.write(
+        "server.py",
+        format!(
+            "import socket, time\n\
+             u = socket.socket(socket.AF_UNIX); u.bind('\\0{name}'); u.listen(1); u.settimeout(0.2)\n\
+             t = socket.socket(); t.bind(('127.0.0.1', 47123)); t.listen(1); t.settimeout(0.2)\n\
+             open('ready', 'w').write('1')\n\
+             end = time.time() + 8\n\
+             while time.time() < end and not __import__('os').path.exists('done'):\n\
+             \x20   for s in (u, t):\n\
+             \x20       try:\n\
+             \x20           s.accept(); print('ACCEPTED')\n\
+             \x20       except OSError:\n\
+             \x20           pass\n\
+             print('server done')\n"
+        ),
+    );
+    ws.write(
+        "client.py",
+        format!(
+            "import socket, time, os\n\
+             end = time.time() + 8\n\
+             while not os.path.exists('ready') and time.time() < end:\n\
+             \x20   time.sleep(0.05)\n\
+             for fam, addr in ((socket.AF_UNIX, '\\0{name}'), (socket.AF_INET, ('127.0.0.1', 47123))):\n\
+             \x20   s = socket.socket(fam)\n\
+             \x20   try:\n\
+             \x20       s.connect(addr); print('CONNECTED', addr)\n\
+             \x20   except OSError as e:\n\
+             \x20       print('refused', e.errno)\n\
+             open('done', 'w').write('1')\n"
+        ),
+    );
+    let (server, client) = tokio::join!(sh(&g, "python3 server.py"), async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        sh(&g, "python3 client.py").await
+    });
+    assert_ran(&server);
+    assert_ran(&client);
+    assert!(text(&server).contains("server done"), "{server:#?}");
+    assert!(!text(&server).contains("ACCEPTED"), "{server:#?}");
+    assert_eq!(text(&client).matches("refused").count(), 2, "{client:#?}");
+    assert!(!text(&client).contains("CONNECTED"), "{client:#?}");
+}
