@@ -7,6 +7,7 @@ use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 use toolgate::gate::hooks::{run_pre_tool_use, HookEvent, HookSpec, HookVerdict};
+use toolgate::Status;
 
 #[derive(serde::Deserialize)]
 struct PolicyHooks {
@@ -202,4 +203,140 @@ async fn halting_hook_halts() {
             halt: true,
         }
     );
+}
+
+/// A gate over `ws` with `policy` as the (trusted) workspace policy and no approval surface.
+async fn headless_gate(ws: &Ws, policy: &str) -> toolgate::Gate {
+    ws.write(".toolgate/policy.toml", policy);
+    toolgate::Gate::open(toolgate::GateOptions {
+        workspace: ws.root(),
+        cache_dir: Some(cache_dir()),
+        user_dirs: Some(ws.user_dirs()),
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+}
+
+/// A policy running `./hooks/NAME.sh` for every tool, in `mode`, plus `extra` tables.
+fn hook_policy(mode: &str, name: &str, extra: &str) -> String {
+    format!("mode = \"{mode}\"\n{extra}\n[[hooks]]\ncommand = [\"./hooks/{name}.sh\"]\n")
+}
+
+/// The audit's decision event of a call: (decision, stage, source).
+fn audited(gate: &toolgate::Gate, o: &toolgate::Observation) -> (String, String, String) {
+    let events = gate
+        .state()
+        .audit_events(&toolgate::state::AuditQuery {
+            call_id: Some(o.audit_id.clone()),
+            ..Default::default()
+        })
+        .unwrap();
+    let d = events
+        .iter()
+        .find(|e| e.event == "decision")
+        .unwrap_or_else(|| panic!("no decision event for {o:#?}"));
+    let s = |k: &str| d.detail[k].as_str().unwrap_or_default().to_string();
+    (s("decision"), s("stage"), s("source"))
+}
+
+fn write_new() -> serde_json::Value {
+    json!({"path": "src/new.txt", "content": "hello\n"})
+}
+
+#[tokio::test]
+async fn allow_with_updated_input_skips_the_prompt_for_the_patched_call() {
+    let ws = Ws::new();
+    script(
+        &ws,
+        "hooks/mover.sh",
+        r#"echo '{"decision":"allow","updated_input":{"path":"src/patched.txt"}}'"#,
+    );
+    // `ask` and no approval surface: without the hook's allow this call would be denied.
+    let g = headless_gate(&ws, &hook_policy("ask", "mover", "")).await;
+    let o = ok(&g, "write", write_new()).await;
+    assert_eq!(ws.read("src/patched.txt"), "hello\n");
+    assert!(!exists(&ws.path("src/new.txt")));
+    assert_eq!(
+        audited(&g, &o),
+        (
+            "allow".into(),
+            "hooks".into(),
+            "hook `./hooks/mover.sh`".into()
+        )
+    );
+}
+
+#[tokio::test]
+async fn allow_with_updated_input_outside_the_workspace_is_denied_at_scope() {
+    let ws = Ws::new();
+    script(
+        &ws,
+        "hooks/mover.sh",
+        r#"echo '{"decision":"allow","updated_input":{"path":"../outside.txt"}}'"#,
+    );
+    let g = headless_gate(&ws, &hook_policy("ask", "mover", "")).await;
+    let o = call(&g, "write", write_new()).await;
+    assert_eq!(o.status, Status::Denied, "{o:#?}");
+    assert_eq!(o.stage.as_deref(), Some("scope"));
+    assert!(!exists(&ws.root().parent().unwrap().join("outside.txt")));
+    assert!(!exists(&ws.path("src/new.txt")));
+}
+
+#[tokio::test]
+async fn allow_with_updated_input_onto_a_denied_key_is_denied_by_the_rule() {
+    let ws = Ws::new();
+    script(
+        &ws,
+        "hooks/mover.sh",
+        r#"echo '{"decision":"allow","updated_input":{"path":"secret/x.txt"}}'"#,
+    );
+    let rule = "[[rules]]\nkey = \"write:secret/**\"\ndecision = \"deny\"\n";
+    for mode in ["ask", "allow-all"] {
+        let g = headless_gate(&ws, &hook_policy(mode, "mover", rule)).await;
+        let o = call(&g, "write", write_new()).await;
+        assert_eq!(o.status, Status::Denied, "{mode}: {o:#?}");
+        assert_eq!(o.stage.as_deref(), Some("rules"), "{mode}");
+        assert!(!exists(&ws.path("secret/x.txt")));
+        assert!(!exists(&ws.path("src/new.txt")));
+    }
+}
+
+#[tokio::test]
+async fn duplicate_decision_key_is_invalid_and_denies() {
+    let ws = Ws::new();
+    script(
+        &ws,
+        "hooks/dup.sh",
+        r#"echo '{"decision":"deny","decision":"allow"}'"#,
+    );
+    // `allow-all`, so a hook read as "allow" (or as no opinion) would let the write run.
+    let g = headless_gate(&ws, &hook_policy("allow-all", "dup", "")).await;
+    let o = call(&g, "write", write_new()).await;
+    assert_eq!(o.status, Status::Denied, "{o:#?}");
+    assert_eq!(o.stage.as_deref(), Some("hooks"));
+    let reason = o.reason.clone().unwrap_or_default();
+    assert!(reason.contains("duplicate key `decision`"), "{reason}");
+    assert!(reason.contains("./hooks/dup.sh"), "{reason}");
+    assert!(!exists(&ws.path("src/new.txt")));
+    assert_eq!(audited(&g, &o).2, "hook `./hooks/dup.sh`");
+}
+
+#[tokio::test]
+async fn duplicate_keys_nested_in_updated_input_deny() {
+    let ws = Ws::new();
+    // Last-key-wins would write inside the workspace; first-key-wins would aim outside it.
+    script(
+        &ws,
+        "hooks/dup.sh",
+        r#"echo '{"updated_input":{"path":"../outside.txt","path":"src/b.txt"}}'"#,
+    );
+    let g = headless_gate(&ws, &hook_policy("allow-all", "dup", "")).await;
+    let o = call(&g, "write", write_new()).await;
+    assert_eq!(o.status, Status::Denied, "{o:#?}");
+    assert_eq!(o.stage.as_deref(), Some("hooks"));
+    let reason = o.reason.clone().unwrap_or_default();
+    assert!(reason.contains("duplicate key `path`"), "{reason}");
+    assert!(!exists(&ws.path("src/b.txt")));
+    assert!(!exists(&ws.path("src/new.txt")));
 }

@@ -12,12 +12,14 @@
 //!
 //! Unlike Crush, anything else fails closed: a hook that cannot be started, exits with another
 //! code, dies from a signal, times out or prints something other than a JSON object on exit 0
-//! denies the call, unless that hook is configured with `fail_open = true` (then it has no
-//! opinion). Verdicts merge deny > allow > none; halt is sticky; `updated_input` objects from the
-//! hooks that did not deny are shallow-merged in configuration order (later keys win).
+//! (a key repeated in any object, at any depth, makes it invalid) denies the call, unless that
+//! hook is configured with `fail_open = true` (then it has no opinion). Verdicts merge
+//! deny > allow > none; halt is sticky; `updated_input` objects from the hooks that did not deny
+//! are shallow-merged in configuration order (later keys win).
 //!
 //! A hook `allow` only skips the prompt: the caller still applies stages 2–4 (and re-validates
-//! the merged input from stage 1).
+//! the merged input from stage 1); an allow that came with an `updated_input` applies to the
+//! patched input once that has passed stages 1–4 again.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -370,7 +372,8 @@ fn parse_output(hook: &HookSpec, stdout: &[u8]) -> Single {
     if text.trim().is_empty() {
         return Single::None { patch: None };
     }
-    let value: Value = match serde_json::from_str(text) {
+    // Duplicate keys (at any depth) are invalid: serde_json alone would keep the last one.
+    let value: Value = match parse_strict(text) {
         Ok(value) => value,
         Err(err) => return failure(hook, &format!("printed invalid JSON: {err}")),
     };
@@ -397,6 +400,100 @@ fn parse_output(hook: &HookSpec, stdout: &[u8]) -> Single {
             halt: false,
         },
         Some(other) => failure(hook, &format!("printed an unknown decision `{other}`")),
+    }
+}
+
+/// Parse `text` as JSON, refusing an object that repeats a key at any depth.
+///
+/// serde_json keeps the last of duplicate keys, so `{"decision":"deny","decision":"allow"}`
+/// would read as allow while another parser (or a human reading the hook's log) sees deny.
+/// The value is built through [`StrictValue`], whose map visitor errors on a repeated key;
+/// serde_json's own recursion limit still applies. No extra dependency.
+fn parse_strict(text: &str) -> Result<Value, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = StrictValue::deserialize(&mut de)?.0;
+    de.end()?;
+    Ok(value)
+}
+
+/// A JSON value deserialized with duplicate object keys rejected (see [`parse_strict`]).
+struct StrictValue(Value);
+
+impl<'de> Deserialize<'de> for StrictValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor).map(StrictValue)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        // `Value::from` maps a non-finite float to null; JSON text cannot produce one anyway.
+        Ok(Value::from(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        StrictValue::deserialize(d).map(|v| v.0)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(StrictValue(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                // Escaped and cut short: the key is the hook's text and goes into the reason.
+                let shown: String = key.chars().take(80).collect();
+                return Err(serde::de::Error::custom(format_args!(
+                    "duplicate key `{}`",
+                    shown.escape_debug()
+                )));
+            }
+            let StrictValue(value) = map.next_value()?;
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
     }
 }
 
@@ -1017,6 +1114,57 @@ mod tests {
         );
         let (reason, _) = deny_reason(&f.run(&[h]).await);
         assert_eq!(reason.len(), OUTPUT_CAP);
+    }
+
+    #[test]
+    fn strict_parse_rejects_duplicate_keys_at_any_depth() {
+        let dup = |text: &str| parse_strict(text).unwrap_err().to_string();
+        assert!(
+            dup(r#"{"decision":"deny","decision":"allow"}"#).contains("duplicate key `decision`")
+        );
+        assert!(
+            dup(r#"{"updated_input":{"path":"a","path":"b"}}"#).contains("duplicate key `path`")
+        );
+        assert!(dup(r#"{"a":[1,{"b":{"c":1,"c":1}}]}"#).contains("duplicate key `c`"));
+        // Escapes are decoded before comparing: `\u0061` is `a`.
+        assert!(dup(r#"{"a":1,"\u0061":2}"#).contains("duplicate key `a`"));
+        // A hostile key is shown escaped and cut short.
+        let long = format!(
+            r#"{{"{k}":1,"{k}":2}}"#,
+            k = format!("\\n{}", "x".repeat(500))
+        );
+        let msg = dup(&long);
+        assert!(!msg.contains('\n') && msg.len() < 200, "{msg}");
+
+        let text = r#"{"decision":"allow","n":[1,-2,3.5,true,null,"s"],"o":{"a":{"a":{}}}}"#;
+        assert_eq!(
+            parse_strict(text).unwrap(),
+            serde_json::from_str::<Value>(text).unwrap()
+        );
+        assert!(parse_strict(r#"{"a":1} {"a":2}"#).is_err());
+        assert!(parse_strict(&"[".repeat(1000)).is_err());
+    }
+
+    #[tokio::test]
+    async fn duplicate_keys_fail_closed_unless_open() {
+        let f = Fixture::new();
+        let mut h = f.hook("dup.sh", r#"echo '{"decision":"deny","decision":"allow"}'"#);
+        let (reason, halt) = deny_reason(&f.run(std::slice::from_ref(&h)).await);
+        assert!(reason.contains(&h.name()), "{reason}");
+        assert!(reason.contains("duplicate key `decision`"), "{reason}");
+        assert!(!halt);
+        // The invalid-output policy: a fail-open hook has no opinion (it does not allow).
+        h.fail_open = true;
+        assert_eq!(f.run(&[h]).await.verdict, HookVerdict::None);
+
+        let nested = f.hook(
+            "nested.sh",
+            r#"echo '{"decision":"allow","updated_input":{"path":"a","path":"b"}}'"#,
+        );
+        let out = f.run(&[nested]).await;
+        let (reason, _) = deny_reason(&out);
+        assert!(reason.contains("duplicate key `path`"), "{reason}");
+        assert_eq!(out.updated_input, None);
     }
 
     #[test]

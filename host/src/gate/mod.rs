@@ -485,6 +485,9 @@ impl Gate {
     ) -> Result<Prepared, (Decision, Observation)> {
         let mut input = input;
         let mut hooks_ran = false;
+        // A hook allow outlives the restart on its `updated_input`: it applies to the patched
+        // input once that has passed stages 1–4 again (a hook deny returns at once).
+        let mut hook_allow: Option<String> = None;
         loop {
             let v = self.validate(tool_name, &input, call_id)?;
             let tool = v.tool.clone();
@@ -590,7 +593,6 @@ impl Gate {
                 || (tool.info.builtin && crate::exec::JOB_TOOLS.contains(&tool_name));
 
             // Stage 5: hooks, once; an `updated_input` is merged and re-validated from stage 1.
-            let mut hook_allow = None;
             if !hooks_ran && self.policy.hooks.iter().any(|h| h.applies_to(tool_name)) {
                 hooks_ran = true;
                 let event = HookEvent {
@@ -651,7 +653,7 @@ impl Gate {
                 None
             } else if mode == Mode::AllowAll {
                 Some(allow("mode", "mode allow-all".into()))
-            } else if let Some(by) = hook_allow {
+            } else if let Some(by) = hook_allow.take() {
                 Some(allow("hooks", format!("hook `{by}`")))
             } else {
                 // Stage 7: the project allowlist, after the ceiling check; then stage 8.
