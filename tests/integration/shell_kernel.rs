@@ -497,8 +497,19 @@ fn probe_matches_this_machine() {
 /// the view: a system directory for writing, `$HOME` or the workspace or anything holding them.
 #[tokio::test]
 async fn policy_paths_are_shown_and_cannot_undo_the_view() {
-    let data = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // `[shell] read/write` may not name anything under /tmp: when the build directory is
+    // there (a clone in /tmp), use /var/tmp, the other temporary directory.
+    let base = if Path::new(env!("CARGO_TARGET_TMPDIR")).starts_with("/tmp") {
+        if !Path::new("/var/tmp").is_dir() {
+            eprintln!("skipped: the build directory is under /tmp and there is no /var/tmp");
+            return;
+        }
+        std::path::PathBuf::from("/var/tmp")
+    } else {
+        std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+    };
+    let data = tempfile::tempdir_in(&base).unwrap();
+    let scratch = tempfile::tempdir_in(&base).unwrap();
     std::fs::write(data.path().join("in.txt"), "dataset\n").unwrap();
     let ws = Ws::new();
     let policy = format!(
