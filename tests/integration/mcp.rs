@@ -725,3 +725,132 @@ async fn background_jobs_end_with_their_connection() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// A raw stdio server: its stdin, and a reader of its stdout lines.
+struct RawStdio {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl RawStdio {
+    fn start(ws: &Ws) -> Self {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .env("TOOLGATE_CACHE_DIR", cache_dir())
+            .arg("--workspace")
+            .arg(ws.root())
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut raw = RawStdio {
+            child,
+            stdin,
+            stdout,
+        };
+        raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#);
+        assert!(raw.answer_to(&json!(1)).get("result").is_some());
+        raw.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        raw
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next message that is a response (has `result` or `error`), skipping notifications.
+    fn next_response(&mut self) -> Value {
+        loop {
+            let mut line = String::new();
+            let n = self.stdout.read_line(&mut line).unwrap();
+            assert!(n > 0, "the server closed stdout");
+            let v: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("the server wrote a non-JSON line ({e}): {line}"));
+            if v.get("result").is_some() || v.get("error").is_some() {
+                return v;
+            }
+        }
+    }
+
+    /// The response with `id`; any other response in between fails the test.
+    fn answer_to(&mut self, id: &Value) -> Value {
+        let v = self.next_response();
+        assert_eq!(&v["id"], id, "expected the answer to {id}, got {v}");
+        v
+    }
+}
+
+impl Drop for RawStdio {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn stdio_answers_a_malformed_line_with_a_parse_error_and_keeps_serving() {
+    let ws = Ws::new();
+    let mut raw = RawStdio::start(&ws);
+    raw.send(r#"{"jsonrpc":"2.0","id":5,"method":"tools/list""#);
+    let err = raw.answer_to(&Value::Null);
+    assert_eq!(err["jsonrpc"], "2.0");
+    assert_eq!(err["error"]["code"], -32700, "{err}");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Parse error"),
+        "{err}"
+    );
+    raw.send("not json at all");
+    assert_eq!(raw.answer_to(&Value::Null)["error"]["code"], -32700);
+    // Valid JSON that is no JSON-RPC message: Invalid Request, with its id.
+    raw.send(r#"{"id":9,"hello":"world"}"#);
+    assert_eq!(raw.answer_to(&json!(9))["error"]["code"], -32600);
+    raw.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    let list = raw.answer_to(&json!(2));
+    assert!(list["result"]["tools"].as_array().unwrap().len() > 1);
+}
+
+#[test]
+fn stdio_answers_an_oversized_line_with_an_error_carrying_its_id() {
+    let ws = Ws::new();
+    let mut raw = RawStdio::start(&ws);
+    // 17 MiB, over the 16 MiB cap; the top-level id comes first, a nested "id" later.
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":"big-1","method":"tools/call","params":{{"name":"read","arguments":{{"id":3,"path":"{}"}}}}}}"#,
+        "a".repeat(17 << 20)
+    );
+    let mut stdin = raw.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        stdin.write_all(huge.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        // One with the id late in the line: the start holds no id, so the answer's is null.
+        let late = format!(
+            r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"read","arguments":{{"path":"{}"}}}},"id":8}}"#,
+            "b".repeat(17 << 20)
+        );
+        stdin.write_all(late.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+        stdin
+    });
+    let err = raw.answer_to(&json!("big-1"));
+    assert_eq!(err["error"]["code"], -32600, "{err}");
+    assert!(
+        err["error"]["message"].as_str().unwrap().contains("MiB"),
+        "the message says what the cap is: {err}"
+    );
+    let err = raw.answer_to(&Value::Null);
+    assert_eq!(err["error"]["code"], -32600, "{err}");
+    raw.stdin = Some(writer.join().unwrap());
+    raw.send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#);
+    assert!(raw.answer_to(&json!(4))["result"]["tools"].is_array());
+}

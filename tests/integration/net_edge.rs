@@ -6,6 +6,8 @@
 //! - `serve --http` needs a bearer token, binds sessions to the token that made them, drops
 //!   clients that send headers slowly, caps open connections, and keeps serving one session
 //!   while another's call is stuck.
+//! - The protocol edge: a malformed body, a batch and a wrong Content-Type get JSON-RPC errors;
+//!   live sessions are capped and expire when idle.
 
 use crate::common::*;
 use crate::plugins::serve_http;
@@ -276,12 +278,23 @@ const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","param
 /// One POST to /mcp with `headers` and `body`; reads the head, and the body when it has a
 /// Content-Length.
 fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &str) -> Raw {
+    request(addr, "POST", "application/json", headers, body)
+}
+
+/// One request to /mcp with `method` and `content_type`, as [`post`].
+fn request(
+    addr: SocketAddr,
+    method: &str,
+    content_type: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Raw {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     let mut req = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        "{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: {content_type}\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
         body.len()
     );
     for (k, v) in headers {
@@ -563,4 +576,137 @@ async fn one_stuck_session_does_not_hold_up_another() {
     assert!(!stuck.is_finished(), "A's call should still be running");
     stuck.abort();
     b.cancel().await.unwrap();
+}
+
+/// The JSON-RPC error code in a response body.
+fn rpc_code(r: &Raw) -> i64 {
+    let body: Value = serde_json::from_str(&r.body)
+        .unwrap_or_else(|e| panic!("not a JSON-RPC body ({e}): {:?}", r.body));
+    assert_eq!(body["jsonrpc"], "2.0", "{body}");
+    body["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no error code: {body}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_bodies_batches_and_wrong_content_types_get_json_rpc_errors() {
+    let ws = Ws::new();
+    let good = token('p');
+    let file = token_file(&ws, &[&good]);
+    let addr = start(ws.gate(false).await, |o| o.token_file = Some(file)).await;
+    let auth = bearer(&good);
+    tokio::task::block_in_place(|| {
+        let h = [("Authorization", auth.as_str())];
+        for body in [r#"{"jsonrpc":"2.0","id":1,"method""#, "not json", ""] {
+            let r = post(addr, &h, body);
+            assert_eq!(r.status, 400, "{body:?}: {}", r.body);
+            assert_eq!(rpc_code(&r), -32700, "{body:?}: {}", r.body);
+        }
+        let batch = format!("[{INITIALIZE}]");
+        let r = post(addr, &h, &batch);
+        assert_eq!(r.status, 400, "{}", r.body);
+        assert_eq!(rpc_code(&r), -32600, "{}", r.body);
+        assert!(r.body.contains("batch"), "{}", r.body);
+        let r = request(addr, "POST", "text/plain", &h, INITIALIZE);
+        assert_eq!(r.status, 415, "{}", r.body);
+        assert_eq!(rpc_code(&r), -32600, "{}", r.body);
+        assert!(r.body.contains("application/json"), "{}", r.body);
+        // And a well-formed initialize still works.
+        assert_eq!(post(addr, &h, INITIALIZE).status, 200);
+    });
+}
+
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+
+/// POST `body` on `session`.
+fn on_session(addr: SocketAddr, auth: &str, session: &str, body: &str) -> Raw {
+    post(
+        addr,
+        &[
+            ("Authorization", auth),
+            ("Mcp-Session-Id", session),
+            ("Mcp-Protocol-Version", "2025-06-18"),
+        ],
+        body,
+    )
+}
+
+/// A new initialized session's id.
+fn open_session(addr: SocketAddr, auth: &str) -> String {
+    let r = post(addr, &[("Authorization", auth)], INITIALIZE);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let session = r.headers["mcp-session-id"].clone();
+    assert_eq!(on_session(addr, auth, &session, INITIALIZED).status, 202);
+    session
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_over_the_cap_are_refused_with_503_until_one_ends() {
+    let ws = Ws::new();
+    let good = token('s');
+    let file = token_file(&ws, &[&good]);
+    let addr = start(ws.gate(false).await, |o| {
+        o.token_file = Some(file);
+        o.max_sessions = 2;
+    })
+    .await;
+    let auth = bearer(&good);
+    tokio::task::block_in_place(|| {
+        let a = open_session(addr, &auth);
+        let b = open_session(addr, &auth);
+        let r = post(addr, &[("Authorization", &auth)], INITIALIZE);
+        assert_eq!(r.status, 503, "{}", r.body);
+        assert_eq!(rpc_code(&r), -32000, "{}", r.body);
+        assert!(r.body.contains("too many sessions"), "{}", r.body);
+        assert!(!r.headers.contains_key("mcp-session-id"));
+        // Refused, not evicted: both sessions still answer.
+        assert_eq!(on_session(addr, &auth, &a, LIST).status, 200);
+        assert_eq!(on_session(addr, &auth, &b, LIST).status, 200);
+        // Ending one frees its slot.
+        let r = request(
+            addr,
+            "DELETE",
+            "application/json",
+            &[
+                ("Authorization", &auth),
+                ("Mcp-Session-Id", &a),
+                ("Mcp-Protocol-Version", "2025-06-18"),
+            ],
+            "",
+        );
+        assert!(r.status < 300, "DELETE: {} {}", r.status, r.body);
+        open_session(addr, &auth);
+        assert_eq!(on_session(addr, &auth, &a, LIST).status, 404);
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_session_expires_with_404_and_frees_its_slot() {
+    let ws = Ws::new();
+    let good = token('i');
+    let file = token_file(&ws, &[&good]);
+    let addr = start(ws.gate(false).await, |o| {
+        o.token_file = Some(file);
+        o.max_sessions = 1;
+        o.session_idle = Duration::from_secs(1);
+    })
+    .await;
+    let auth = bearer(&good);
+    tokio::task::block_in_place(|| {
+        let a = open_session(addr, &auth);
+        // Used within its idle time, it stays.
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(on_session(addr, &auth, &a, LIST).status, 200);
+        assert_eq!(
+            post(addr, &[("Authorization", &auth)], INITIALIZE).status,
+            503
+        );
+        std::thread::sleep(Duration::from_millis(2500));
+        let r = on_session(addr, &auth, &a, LIST);
+        assert_eq!(r.status, 404, "{}", r.body);
+        // Its slot is free again.
+        let b = open_session(addr, &auth);
+        assert_eq!(on_session(addr, &auth, &b, LIST).status, 200);
+    });
 }

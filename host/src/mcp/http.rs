@@ -19,6 +19,11 @@
 //!   connection is closed; at most [`HttpOptions::max_connections`] (64) are open at once, and a
 //!   connection over that is answered 503 with `Retry-After` and closed (it does not queue: a
 //!   local process holding connections open cannot make the server wait for it).
+//! - At most [`HttpOptions::max_sessions`] (256) sessions live at once; an `initialize` over
+//!   that is answered 503 (none is evicted). A session idle for [`HttpOptions::session_idle`]
+//!   (30 min) with no request in flight is closed, and its id then gets 404.
+//! - A POST that is not `application/json` is 415, a body that is not JSON 400 (`-32700`), a
+//!   batch 400 (`-32600`): each with a JSON-RPC error body.
 //! - Every connection is its own task, and every MCP request its own task inside rmcp, so one
 //!   session's slow call (a command, a hook, an approval) does not hold up another session.
 
@@ -42,7 +47,7 @@ use std::net::SocketAddr;
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
 /// The path the MCP endpoint is served at.
@@ -58,6 +63,13 @@ pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most connections open at once by default: each costs a task and buffers, and the server is
 /// for a few local clients, not a crowd.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
+
+/// Most live sessions by default: each costs a task, channels and a toolgate session (tens of
+/// KiB), and the server is for a few local clients.
+pub const DEFAULT_MAX_SESSIONS: usize = 256;
+
+/// How long a session may sit unused by default before it is closed.
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 
 /// Connections over the cap that still get a 503 answer (beyond these they are closed at once),
 /// so a flood of connections costs a bounded number of tasks.
@@ -90,6 +102,12 @@ pub struct HttpOptions {
     pub header_timeout: Duration,
     /// Most connections open at once; more are answered 503.
     pub max_connections: usize,
+    /// Most live MCP sessions at once; an `initialize` over that is answered 503 (no session
+    /// is evicted for it). Policy key to wire: `[http] max_sessions`.
+    pub max_sessions: usize,
+    /// A session with no request for this long (and none in flight) is closed; its id then
+    /// gets 404. Policy key to wire: `[http] session_idle_secs`.
+    pub session_idle: Duration,
 }
 
 impl HttpOptions {
@@ -103,6 +121,8 @@ impl HttpOptions {
             token_file: None,
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            session_idle: DEFAULT_SESSION_IDLE,
         }
     }
 }
@@ -329,56 +349,143 @@ fn os_random<const N: usize>() -> std::io::Result<[u8; N]> {
 }
 
 /// The session ids clients see, each bound to the token that created it, and the id rmcp
-/// knows the session by.
+/// knows the session by; when each was last used, and how many requests it has in flight.
 #[derive(Default)]
 struct Sessions {
-    by_outer: Mutex<HashMap<String, Bound>>,
+    table: Mutex<Table>,
 }
 
-#[derive(Clone)]
+#[derive(Default)]
+struct Table {
+    by_outer: HashMap<String, Bound>,
+    /// `initialize` requests admitted under the cap and not answered yet.
+    reserved: usize,
+}
+
 struct Bound {
     inner: String,
     token: usize,
+    last_used: Instant,
+    busy: usize,
+}
+
+/// A request in flight on a session: the session does not expire until it is dropped (with
+/// the response body, so a long streamed call keeps its session).
+struct InFlight {
+    sessions: Arc<Sessions>,
+    outer: String,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Some(b) = self.sessions.lock().by_outer.get_mut(&self.outer) {
+            b.busy = b.busy.saturating_sub(1);
+            b.last_used = Instant::now();
+        }
+    }
+}
+
+/// An admitted `initialize`; its place under the cap is given back when dropped.
+struct Reservation(Arc<Sessions>);
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        let mut t = self.0.lock();
+        t.reserved = t.reserved.saturating_sub(1);
+    }
 }
 
 impl Sessions {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Bound>> {
-        self.by_outer.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// rmcp's id for `outer`, if it exists and belongs to `token`.
-    fn inner_for(&self, outer: &str, token: usize) -> Option<String> {
-        self.lock()
-            .get(outer)
-            .filter(|b| b.token == token)
-            .map(|b| b.inner.clone())
+    /// rmcp's id for `outer`, if it exists, belongs to `token` and has not been idle for
+    /// `idle`, with the request marked in flight. An expired session is removed, and its rmcp
+    /// id returned in the error for closing.
+    fn use_session(
+        self: &Arc<Self>,
+        outer: &str,
+        token: usize,
+        idle: Duration,
+    ) -> Result<(String, InFlight), Option<String>> {
+        let mut t = self.lock();
+        let Some(b) = t.by_outer.get_mut(outer) else {
+            return Err(None);
+        };
+        if b.token != token {
+            return Err(None);
+        }
+        if b.busy == 0 && b.last_used.elapsed() >= idle {
+            let inner = t.by_outer.remove(outer).map(|b| b.inner);
+            return Err(inner);
+        }
+        b.busy += 1;
+        b.last_used = Instant::now();
+        let inner = b.inner.clone();
+        Ok((
+            inner,
+            InFlight {
+                sessions: self.clone(),
+                outer: outer.to_string(),
+            },
+        ))
+    }
+
+    /// A place for one more session, if there are fewer than `max` (counting those being
+    /// made).
+    fn reserve(self: &Arc<Self>, max: usize) -> Option<Reservation> {
+        let mut t = self.lock();
+        if t.by_outer.len() + t.reserved >= max {
+            return None;
+        }
+        t.reserved += 1;
+        Some(Reservation(self.clone()))
     }
 
     /// The id clients see for rmcp's `inner`, made (and bound to `token`) if new.
     fn outer_for(&self, inner: &str, token: usize) -> std::io::Result<String> {
-        let mut map = self.lock();
-        if let Some((outer, _)) = map.iter().find(|(_, b)| b.inner == inner) {
+        let mut t = self.lock();
+        if let Some((outer, _)) = t.by_outer.iter().find(|(_, b)| b.inner == inner) {
             return Ok(outer.clone());
         }
         let outer = hex::encode(os_random::<16>()?);
-        map.insert(
+        t.by_outer.insert(
             outer.clone(),
             Bound {
                 inner: inner.to_string(),
                 token,
+                last_used: Instant::now(),
+                busy: 0,
             },
         );
         Ok(outer)
     }
 
     fn remove(&self, outer: &str) {
-        self.lock().remove(outer);
+        self.lock().by_outer.remove(outer);
+    }
+
+    /// Remove the sessions idle for `idle` with nothing in flight; their rmcp ids.
+    fn take_expired(&self, idle: Duration) -> Vec<String> {
+        let mut t = self.lock();
+        let expired: Vec<String> = t
+            .by_outer
+            .iter()
+            .filter(|(_, b)| b.busy == 0 && b.last_used.elapsed() >= idle)
+            .map(|(o, _)| o.clone())
+            .collect();
+        expired
+            .iter()
+            .filter_map(|o| t.by_outer.remove(o).map(|b| b.inner))
+            .collect()
     }
 
     /// Forget ids whose rmcp session has ended.
     async fn prune(&self, manager: &LocalSessionManager) {
         let known: Vec<(String, String)> = self
             .lock()
+            .by_outer
             .iter()
             .map(|(o, b)| (o.clone(), b.inner.clone()))
             .collect();
@@ -386,6 +493,16 @@ impl Sessions {
             if !manager.has_session(&inner.into()).await.unwrap_or(true) {
                 self.remove(&outer);
             }
+        }
+    }
+}
+
+/// Close rmcp's sessions `inner` (their workers end, and with them the toolgate sessions).
+async fn close_sessions(manager: &LocalSessionManager, inner: Vec<String>) {
+    for id in inner {
+        tracing::info!("closing an idle MCP session");
+        if let Err(e) = manager.close_session(&id.into()).await {
+            tracing::debug!(error = %e, "closing an idle session failed");
         }
     }
 }
@@ -485,13 +602,33 @@ pub async fn serve_http(
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .with_legacy_session_mode(true);
-    let manager = Arc::new(LocalSessionManager::default());
+    // Sessions expire by our idle rule (which spares a session with a call in flight), not by
+    // rmcp's keep-alive, which would end a session whose call runs long without messages.
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = None;
+    let manager = Arc::new(manager);
     let service = StreamableHttpService::new(
         move || Ok(McpConnection::new(gate.clone())),
         manager.clone(),
         config,
     );
     let sessions = Arc::new(Sessions::default());
+    let limits = SessionLimits {
+        max: options.max_sessions.max(1),
+        idle: options.session_idle,
+    };
+    {
+        let (sessions, manager) = (sessions.clone(), manager.clone());
+        let every = (limits.idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                close_sessions(&manager, sessions.take_expired(limits.idle)).await;
+            }
+        });
+    }
     let connections = Arc::new(Semaphore::new(options.max_connections.max(1)));
     let overflow = Arc::new(Semaphore::new(OVERFLOW_RESPONDERS));
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -549,7 +686,10 @@ pub async fn serve_http(
                 let manager = manager.clone();
                 async move {
                     Ok::<_, Infallible>(
-                        handle(req, service, &allowlist, &tokens, &sessions, &manager).await,
+                        handle(
+                            req, service, &allowlist, &tokens, &sessions, &manager, limits,
+                        )
+                        .await,
                     )
                 }
             });
@@ -566,14 +706,25 @@ pub async fn serve_http(
 
 type Body = BoxBody<Bytes, Infallible>;
 
+/// The session cap and idle expiry.
+#[derive(Clone, Copy)]
+struct SessionLimits {
+    max: usize,
+    idle: Duration,
+}
+
+/// The largest request body read (rmcp's own limit).
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
 /// One request: the checks, then rmcp with the session id translated.
 async fn handle(
-    mut req: Request<Incoming>,
+    req: Request<Incoming>,
     mut service: StreamableHttpService<McpConnection, LocalSessionManager>,
     allowlist: &Allowlist,
     tokens: &Tokens,
-    sessions: &Sessions,
+    sessions: &Arc<Sessions>,
     manager: &LocalSessionManager,
+    limits: SessionLimits,
 ) -> Response<Body> {
     if let Some(refusal) = refuse(&req, allowlist) {
         return refusal;
@@ -588,22 +739,93 @@ async fn handle(
             "Not found: the MCP endpoint is /mcp\n",
         );
     }
-    let outer = match req.headers().get(SESSION_HEADER) {
-        None => None,
-        Some(v) => {
-            let inner = v.to_str().ok().and_then(|outer| {
-                sessions
-                    .inner_for(outer, token)
-                    .map(|i| (outer.to_string(), i))
-            });
-            let Some((outer, inner)) = inner else {
-                // Unknown, ended, or another token's: the same answer for all three.
+    let posting = req.method() == hyper::Method::POST;
+    if posting && !is_json(&req) {
+        return rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            -32600,
+            "Unsupported Media Type: send the JSON-RPC message with `Content-Type: application/json`",
+        );
+    }
+    let (parts, body) = req.into_parts();
+    let body = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return rpc_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                -32600,
+                "Invalid Request: the body is over 4 MiB, the most a message may be",
+            )
+        }
+        Err(_) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32700,
+                "Parse error: the request body could not be read",
+            )
+        }
+    };
+    let mut initialize = false;
+    if posting {
+        match serde_json::from_slice::<serde_json::Value>(&body) {
+            Err(e) => {
+                return rpc_error(StatusCode::BAD_REQUEST, -32700, &format!("Parse error: {e}"))
+            }
+            Ok(serde_json::Value::Array(_)) => {
                 return rpc_error(
-                    StatusCode::NOT_FOUND,
-                    -32001,
-                    "Session not found: start a new session with an initialize request",
-                );
+                    StatusCode::BAD_REQUEST,
+                    -32600,
+                    "Invalid Request: batches are not supported (MCP 2025-06-18 removed JSON-RPC batching); send one message a request",
+                )
+            }
+            Ok(v) => initialize = v.get("method").and_then(|m| m.as_str()) == Some("initialize"),
+        }
+    }
+    let mut req = Request::from_parts(parts, Full::new(body));
+    let mut in_flight = None;
+    let mut reservation = None;
+    let outer = match req.headers().get(SESSION_HEADER) {
+        None => {
+            if initialize {
+                sessions.prune(manager).await;
+                close_sessions(manager, sessions.take_expired(limits.idle)).await;
+                reservation = sessions.reserve(limits.max);
+                if reservation.is_none() {
+                    tracing::warn!(
+                        max = limits.max,
+                        "too many MCP sessions; refused an initialize"
+                    );
+                    return rpc_error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        -32000,
+                        &format!("Service unavailable: too many sessions ({}) are open on this toolgate server; end one (HTTP DELETE) or wait for an idle one to expire", limits.max),
+                    );
+                }
+            }
+            None
+        }
+        Some(v) => {
+            let used = match v.to_str() {
+                Ok(outer) => sessions
+                    .use_session(outer, token, limits.idle)
+                    .map(|(inner, guard)| (outer.to_string(), inner, guard)),
+                Err(_) => Err(None),
             };
+            let (outer, inner, guard) = match used {
+                Ok(u) => u,
+                Err(expired) => {
+                    if let Some(inner) = expired {
+                        close_sessions(manager, vec![inner]).await;
+                    }
+                    // Unknown, ended, expired, or another token's: the same answer for all.
+                    return rpc_error(
+                        StatusCode::NOT_FOUND,
+                        -32001,
+                        "Session not found: start a new session with an initialize request",
+                    );
+                }
+            };
+            in_flight = Some(guard);
             match hyper::header::HeaderValue::from_str(&inner) {
                 Ok(v) => {
                     req.headers_mut().insert(SESSION_HEADER, v);
@@ -641,10 +863,36 @@ async fn handle(
             }
         }
     }
+    drop(reservation);
     if let (true, Some(outer)) = (deleting && response.status().is_success(), outer) {
+        drop(in_flight.take());
         sessions.remove(&outer);
     }
-    response
+    match in_flight {
+        // The session stays in use until the (maybe streamed) answer is done.
+        Some(guard) => response.map(|body| {
+            body.map_frame(move |frame| {
+                let _in_flight = &guard;
+                frame
+            })
+            .boxed()
+        }),
+        None => response,
+    }
+}
+
+/// Whether the request says its body is JSON.
+fn is_json(req: &Request<Incoming>) -> bool {
+    req.headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case("application/json")
+        })
 }
 
 /// Which token the request carries, or why it is refused.
