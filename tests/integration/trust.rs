@@ -433,3 +433,24 @@ fn explain_walks_the_ladder_without_running_anything() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("decision: deny"), "{text}");
 }
+
+/// `[http]` limits stack like the others: an untrusted workspace may lower them, not raise them.
+#[tokio::test]
+async fn http_session_limits_come_from_the_policy_and_only_go_down_untrusted() {
+    let ws = Ws::new();
+    ws.plant(
+        ".toolgate/policy.toml",
+        "[http]\nmax_sessions = 100000\nsession_idle_secs = 60\n",
+    );
+    let g = ws.gate(false).await;
+    assert_eq!(
+        g.policy().http.max_sessions,
+        None,
+        "raised by an untrusted layer"
+    );
+    assert_eq!(g.policy().http.session_idle_secs, Some(60));
+    assert!(g
+        .policy_ignored()
+        .iter()
+        .any(|i| i.part.contains("[http] max_sessions")));
+}

@@ -412,6 +412,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     options.allow_remote = allow_remote;
                     options.allowed_hosts = allowed_hosts;
                     options.token_file = token_file;
+                    let http = gate.policy().http;
+                    if let Some(n) = http.max_sessions {
+                        options.max_sessions = usize::try_from(n).unwrap_or(usize::MAX);
+                    }
+                    if let Some(secs) = http.session_idle_secs {
+                        options.session_idle = std::time::Duration::from_secs(secs);
+                    }
                     toolgate::mcp::http::serve_http(gate, options, |up| {
                         eprintln!(
                             "toolgate: clients must send the header `Authorization: Bearer <token>`; the token is in {} ({})",

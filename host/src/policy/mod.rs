@@ -105,6 +105,8 @@ pub struct Policy {
     pub shell: ShellPolicy,
     /// Outgoing HTTP for `fetch` and plugins (`[network]`).
     pub network: NetworkPolicy,
+    /// `serve --http` session limits (`[http]`).
+    pub http: HttpPolicy,
     /// The loosest mode the managed layer allows (the gate never goes above it).
     pub mode_ceiling: Option<Mode>,
     /// What each layer applied, lowest first.
@@ -170,6 +172,23 @@ struct PolicyFile {
     hooks: Vec<HookSpec>,
     shell: Option<ShellFile>,
     network: Option<NetworkFile>,
+    http: Option<HttpFile>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy, Debug)]
+#[serde(deny_unknown_fields)]
+struct HttpFile {
+    max_sessions: Option<u64>,
+    session_idle_secs: Option<u64>,
+}
+
+/// `[http]` settings for `serve --http` (`None`: the server's defaults).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HttpPolicy {
+    /// Most live sessions at once.
+    pub max_sessions: Option<u64>,
+    /// Seconds a session may stay idle before it expires.
+    pub session_idle_secs: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -261,6 +280,7 @@ pub struct Layer {
     allow_private: Option<Vec<(String, crate::sandbox::net::HostPattern)>>,
     max_response_bytes: Option<u64>,
     net_timeout_ms: Option<u64>,
+    http: HttpFile,
 }
 
 /// What to do about ignored parts, shown with them.
@@ -472,6 +492,7 @@ impl Layer {
             allow_private,
             max_response_bytes: network.max_response_bytes,
             net_timeout_ms: network.timeout_ms,
+            http: file.http.unwrap_or_default(),
         })
     }
 
@@ -512,6 +533,7 @@ impl Layer {
             allow_private: None,
             max_response_bytes: None,
             net_timeout_ms: None,
+            http: HttpFile::default(),
         }
     }
 }
@@ -537,6 +559,7 @@ impl Stack {
                 require_confinement: false,
                 shell: ShellPolicy::default(),
                 network: NetworkPolicy::default(),
+                http: HttpPolicy::default(),
                 mode_ceiling: None,
                 layers: Vec::new(),
                 ignored: Vec::new(),
@@ -675,6 +698,22 @@ impl Stack {
             layer.max_response_bytes,
             cur,
             &mut |v| *slot = v,
+        );
+        let cur = p.http.max_sessions.unwrap_or(256);
+        let slot = &mut p.http.max_sessions;
+        lower(
+            "[http] max_sessions",
+            layer.http.max_sessions,
+            cur,
+            &mut |v| *slot = Some(v),
+        );
+        let cur = p.http.session_idle_secs.unwrap_or(1800);
+        let slot = &mut p.http.session_idle_secs;
+        lower(
+            "[http] session_idle_secs",
+            layer.http.session_idle_secs,
+            cur,
+            &mut |v| *slot = Some(v),
         );
         let cur = ms(p.network.timeout);
         let slot = &mut p.network.timeout;
