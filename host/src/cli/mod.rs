@@ -347,12 +347,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             compact,
             components,
         } => {
-            let input = match read_input(input.as_deref()) {
+            let input = match usage_input(input.as_deref()) {
                 Ok(v) => v,
-                Err(message) => {
-                    eprintln!("toolgate: {message}");
-                    return Ok(ExitCode::from(2));
-                }
+                Err(code) => return Ok(code),
             };
             let gate = Gate::open(GateOptions {
                 allow_writes: allow_write,
@@ -540,12 +537,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Policy {
             command: PolicyCommand::Explain { tool, input },
         } => {
-            let input = match read_input(input.as_deref()) {
+            let input = match usage_input(input.as_deref()) {
                 Ok(v) => v,
-                Err(message) => {
-                    eprintln!("toolgate: {message}");
-                    return Ok(ExitCode::from(2));
-                }
+                Err(code) => return Ok(code),
             };
             let gate = Gate::open(GateOptions {
                 approver: None,
@@ -656,6 +650,14 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The call's input, or the usage exit code after saying why on stderr.
+fn usage_input(arg: Option<&str>) -> std::result::Result<Value, ExitCode> {
+    read_input(arg).map_err(|message| {
+        eprintln!("toolgate: {message}");
+        ExitCode::from(2)
+    })
 }
 
 fn read_input(arg: Option<&str>) -> std::result::Result<Value, String> {
