@@ -2,9 +2,9 @@
 //! without running anything. Hooks are named, not run (they are programs); nobody is asked;
 //! read-before-write is left to the real call (it depends on what the session has read).
 
-use super::{fetch_target, is_fetch, key_for, Gate, FETCH_TOOL};
+use super::Gate;
 use crate::exec::Class;
-use crate::policy::rules::{CallKey, RuleDecision};
+use crate::policy::rules::RuleDecision;
 use crate::policy::Mode;
 use crate::tools::{Ceiling, Risk};
 use serde::Serialize;
@@ -91,16 +91,12 @@ impl Gate {
         }
         let risk = tool.info.risk;
         let shell = self.shell_command(&tool.info, &v);
-        let key = match &shell {
-            Some(k) => k.key.clone(),
-            None if is_fetch(&tool.info) => match fetch_target(&v.input) {
-                Ok((_, host, _)) => CallKey::with_target(FETCH_TOOL, &host),
-                Err(message) => {
-                    step("key", "error", message);
-                    return end(stages, "error".into());
-                }
-            },
-            None => key_for(&tool.info, &v.paths),
+        let key = match super::call_key(&tool.info, &v, shell.as_ref()) {
+            Ok(k) => k,
+            Err(message) => {
+                step("key", "error", message);
+                return end(stages, "error".into());
+            }
         };
         let key_text = key.to_string();
         step(

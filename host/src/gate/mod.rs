@@ -437,18 +437,17 @@ impl Gate {
 
     /// The first observation of each session names what of the policy was ignored.
     fn tell_ignored(&self, session: &str, o: &mut Observation) {
+        let mut told = self.told_ignored.lock().unwrap_or_else(|p| p.into_inner());
+        // Computed only until a session has been told: later calls pay one set lookup.
+        if told.contains(session) {
+            return;
+        }
         let ignored = self.policy_ignored();
         if ignored.is_empty() {
             return;
         }
-        let first = self
-            .told_ignored
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(session.to_string());
-        if !first {
-            return;
-        }
+        told.insert(session.to_string());
+        drop(told);
         if !o.data.is_object() {
             o.data = json!({});
         }
@@ -496,21 +495,17 @@ impl Gate {
             }
             let risk = tool.info.risk;
             let shell = self.shell_command(&tool.info, &v);
-            let key = match &shell {
-                Some(k) => k.key.clone(),
-                None if is_fetch(&tool.info) => match fetch_target(&v.input) {
-                    Ok((_, host, _)) => CallKey::with_target(FETCH_TOOL, &host),
-                    Err(message) => {
-                        return Err(error_decision(Observation::error(
-                            tool_name,
-                            call_id,
-                            "bad-url",
-                            message,
-                            Some("pass an absolute http:// or https:// URL".into()),
-                        )))
-                    }
-                },
-                None => key_for(&tool.info, &v.paths),
+            let key = match call_key(&tool.info, &v, shell.as_ref()) {
+                Ok(k) => k,
+                Err(message) => {
+                    return Err(error_decision(Observation::error(
+                        tool_name,
+                        call_id,
+                        "bad-url",
+                        message,
+                        Some("pass an absolute http:// or https:// URL".into()),
+                    )))
+                }
             };
             let key_text = key.to_string();
 
@@ -1562,6 +1557,22 @@ fn plugin_paths_granted(
 
 /// The built-in network tool.
 const FETCH_TOOL: &str = "fetch";
+
+/// The call's key: a shell command's, a fetch's host, else the tool and its paths. `Err` when
+/// a fetch URL cannot be read.
+fn call_key(
+    info: &ToolInfo,
+    v: &Validated,
+    shell: Option<&crate::exec::Keyed>,
+) -> std::result::Result<CallKey, String> {
+    match shell {
+        Some(k) => Ok(k.key.clone()),
+        None if is_fetch(info) => {
+            fetch_target(&v.input).map(|(_, host, _)| CallKey::with_target(FETCH_TOOL, &host))
+        }
+        None => Ok(key_for(info, &v.paths)),
+    }
+}
 
 fn is_fetch(info: &ToolInfo) -> bool {
     info.builtin && info.name == FETCH_TOOL
