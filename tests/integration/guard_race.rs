@@ -1,0 +1,1 @@
+//! (issue #14) placeholder; filled in by its owner.
