@@ -29,7 +29,7 @@ pub enum Error {
     #[error("the tool crashed: {0}")]
     Trap(String),
     /// A filesystem operation of the host failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {}", path.display(), crate::fsutil::plain_error(source))]
     Io {
         /// The path involved.
         path: PathBuf,

@@ -36,4 +36,5 @@ mod trust;
 mod cancel_approval;
 mod guard_race;
 mod names;
+mod state_files;
 mod walk_race;

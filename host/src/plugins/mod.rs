@@ -500,7 +500,10 @@ impl PluginStore {
 impl PendingInstall {
     /// Write the component and its record (each atomically).
     pub fn commit(self) -> Result<Record> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        crate::fsutil::ensure_state_dir(&self.dir).map_err(|e| Error::Plugin {
+            name: self.record.name.clone(),
+            message: crate::fsutil::plain_error(&e),
+        })?;
         let component = self.dir.join(COMPONENT_FILE);
         crate::fsutil::write_atomic(&component, &self.bytes)
             .map_err(|e| Error::io(&component, e))?;

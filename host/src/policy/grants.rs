@@ -164,10 +164,20 @@ impl ProjectGrants {
                 None,
                 "is a symlink; toolgate refuses to follow it (replace it with a regular file or delete it)".into(),
             )),
-            Ok(meta) if !meta.is_file() => Err(self.problem(None, "is not a regular file".into())),
+            Ok(meta) if !meta.is_file() => Err(self.problem(
+                None,
+                format!(
+                    "is {}, not a regular file; delete it (`rm -r {}`) and add grants again",
+                    crate::fsutil::describe(meta.file_type()),
+                    self.path.display()
+                ),
+            )),
             Ok(meta) => Ok(Some((meta.modified().unwrap_or(SystemTime::UNIX_EPOCH), meta.len()))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(self.problem(None, format!("cannot be read: {e}"))),
+            Err(e) => Err(self.problem(
+                None,
+                format!("cannot be read: {}", crate::fsutil::plain_error(&e)),
+            )),
         }
     }
 
@@ -311,11 +321,19 @@ impl ProjectGrants {
              # Session-capped tools (the shell) can never be granted here.\n\n{body}"
         );
         if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| self.problem(None, format!("cannot create its directory: {e}")))?;
+            crate::fsutil::ensure_state_dir(dir).map_err(|e| {
+                self.problem(
+                    None,
+                    format!("cannot be written: {}", crate::fsutil::plain_error(&e)),
+                )
+            })?;
         }
-        crate::fsutil::write_atomic(&self.path, text.as_bytes())
-            .map_err(|e| self.problem(None, format!("cannot be written: {e}")))
+        crate::fsutil::write_atomic(&self.path, text.as_bytes()).map_err(|e| {
+            self.problem(
+                None,
+                format!("cannot be written: {}", crate::fsutil::plain_error(&e)),
+            )
+        })
     }
 }
 

@@ -24,6 +24,25 @@ pub const MAX_STATE_FILE_BYTES: u64 = 4 << 20;
 /// error text names the file and says how to repair it.
 pub fn read_state_file(path: &Path) -> Result<Option<Vec<u8>>, String> {
     use std::os::unix::fs::OpenOptionsExt;
+    // A workspace's state directory must be a real directory: a repository may ship
+    // `.toolgate -> somewhere` to have its files read (or later written) elsewhere.
+    if let Some(dir) = path
+        .parent()
+        .filter(|d| d.file_name() == Some(std::ffi::OsStr::new(crate::gate::scope::STATE_DIR)))
+    {
+        match std::fs::symlink_metadata(dir) {
+            Ok(m) if !m.is_dir() => {
+                return Err(format!(
+                    "{} cannot be read: {} is {}, not a directory; toolgate keeps its state only in a real directory inside the workspace (delete or rename it, e.g. `rm {}`)",
+                    path.display(),
+                    dir.display(),
+                    crate::fsutil::describe(m.file_type()),
+                    dir.display()
+                ))
+            }
+            _ => {}
+        }
+    }
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
@@ -37,11 +56,21 @@ pub fn read_state_file(path: &Path) -> Result<Option<Vec<u8>>, String> {
                 path.display()
             ))
         }
-        Err(e) => return Err(format!("{} cannot be read: {e}", path.display())),
+        Err(e) => {
+            return Err(format!(
+                "{} cannot be read: {}",
+                path.display(),
+                crate::fsutil::plain_error(&e)
+            ))
+        }
     };
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("{} cannot be read: {e}", path.display()))?;
+    let meta = file.metadata().map_err(|e| {
+        format!(
+            "{} cannot be read: {}",
+            path.display(),
+            crate::fsutil::plain_error(&e)
+        )
+    })?;
     if !meta.is_file() {
         return Err(format!(
             "{} is not a regular file ({}); delete it or replace it with a regular file",
@@ -60,7 +89,13 @@ pub fn read_state_file(path: &Path) -> Result<Option<Vec<u8>>, String> {
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     file.take(MAX_STATE_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("{} cannot be read: {e}", path.display()))?;
+        .map_err(|e| {
+            format!(
+                "{} cannot be read: {}",
+                path.display(),
+                crate::fsutil::plain_error(&e)
+            )
+        })?;
     Ok(Some(bytes))
 }
 

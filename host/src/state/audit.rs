@@ -315,7 +315,7 @@ pub(crate) fn start_writer(
     let handle = std::thread::Builder::new()
         .name("toolgate-audit".into())
         .spawn(move || {
-            let conn = Connection::open(&path).and_then(|c| {
+            let conn = Connection::open_with_flags(&path, super::open_flags()).and_then(|c| {
                 c.busy_timeout(std::time::Duration::from_secs(10))?;
                 c.pragma_update(None, "synchronous", "NORMAL")?;
                 Ok(c)

@@ -95,10 +95,20 @@ impl Drop for StateDb {
 impl StateDb {
     /// Open (creating if needed) the database at `path`.
     pub fn open(path: &Path) -> Result<Self> {
+        // A repository may ship `.toolgate` as a symlink, or `state.db` (or its `-wal`/`-shm`)
+        // as a link, FIFO or directory: refuse them by name instead of writing through them.
+        let refuse = |e: std::io::Error| Error::State {
+            path: path.to_path_buf(),
+            message: crate::fsutil::plain_error(&e),
+        };
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+            crate::fsutil::ensure_state_dir(dir).map_err(refuse)?;
         }
-        let conn = Connection::open(path).map_err(|e| state_err(path, e))?;
+        for companion in companions(path) {
+            crate::fsutil::check_state_file(&companion).map_err(refuse)?;
+        }
+        let conn =
+            Connection::open_with_flags(path, open_flags()).map_err(|e| state_err(path, e))?;
         conn.busy_timeout(std::time::Duration::from_secs(10))
             .map_err(|e| state_err(path, e))?;
         conn.pragma_update(None, "journal_mode", "WAL")
@@ -161,6 +171,21 @@ impl StateDb {
             .map_err(|e| self.err(e))?;
         Ok(())
     }
+}
+
+/// How the state database is opened: SQLite's defaults, and never through a symlink.
+pub(crate) fn open_flags() -> rusqlite::OpenFlags {
+    rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW
+}
+
+/// The database file and the two files SQLite keeps beside it in WAL mode.
+fn companions(path: &Path) -> [PathBuf; 3] {
+    let with = |suffix: &str| {
+        let mut s = path.as_os_str().to_owned();
+        s.push(suffix);
+        PathBuf::from(s)
+    };
+    [path.to_path_buf(), with("-wal"), with("-shm")]
 }
 
 fn state_err(path: &Path, e: rusqlite::Error) -> Error {
