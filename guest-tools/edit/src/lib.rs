@@ -83,6 +83,8 @@ pub fn run(input: &Value, cx: &Context) -> Result<Output, ToolError> {
         .unwrap_or(false);
     let path = Path::new(path_text);
     let rel = cx.relative(path);
+    // Names in messages as `names` prints them; exact in `data`.
+    let shown = toolgate_guest::names::display(&rel);
 
     if old == new {
         return Err(ToolError::new(
@@ -98,7 +100,7 @@ pub fn run(input: &Value, cx: &Context) -> Result<Output, ToolError> {
             return Err(ToolError::new(
                 "not-found",
                 format!(
-                    "{rel} does not exist. Check the path; to create the file, call edit with an \
+                    "{shown} does not exist. Check the path; to create the file, call edit with an \
                      empty old_string (or use write)."
                 ),
             ))
@@ -106,7 +108,7 @@ pub fn run(input: &Value, cx: &Context) -> Result<Output, ToolError> {
     };
     let applied = doc
         .apply(old, new, replace_all)
-        .map_err(|e| e.into_tool_error(&format!("{rel}: ")))?;
+        .map_err(|e| e.into_tool_error(&format!("{shown}: ")))?;
     let rendered = doc.render();
     fsio::atomic_write(path, rendered.as_bytes(), &rel)?;
 
@@ -125,9 +127,9 @@ pub fn run(input: &Value, cx: &Context) -> Result<Output, ToolError> {
             "filled empty file"
         };
         (
-            format!("{verb} {rel} ({lines} lines, {} bytes)", rendered.len()),
+            format!("{verb} {shown} ({lines} lines, {} bytes)", rendered.len()),
             format!(
-                "{} {rel} with {lines} lines ({} bytes):\n{excerpt}",
+                "{} {shown} with {lines} lines ({} bytes):\n{excerpt}",
                 if created {
                     "Created"
                 } else {
@@ -148,8 +150,8 @@ pub fn run(input: &Value, cx: &Context) -> Result<Output, ToolError> {
             ", whitespace-normalized match"
         };
         (
-            format!("edited {rel}: {what} at {range}{how}"),
-            format!("Edited {rel}: {what}; the changed {range} with context:\n{excerpt}"),
+            format!("edited {shown}: {what} at {range}{how}"),
+            format!("Edited {shown}: {what}; the changed {range} with context:\n{excerpt}"),
         )
     };
     if let Some(note) = &applied.note {

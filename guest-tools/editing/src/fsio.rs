@@ -16,7 +16,10 @@ pub fn read_existing(path: &Path, rel: &str) -> Result<Option<Vec<u8>>, ToolErro
         Ok(meta) if meta.is_dir() => {
             return Err(ToolError::new(
                 "is-directory",
-                format!("{rel} is a directory, not a file. Give the path of a file."),
+                format!(
+                    "{} is a directory, not a file. Give the path of a file.",
+                    toolgate_guest::names::display(rel)
+                ),
             ))
         }
         Ok(_) => {}
@@ -35,7 +38,10 @@ pub fn decode_text(bytes: Vec<u8>, rel: &str) -> Result<String, ToolError> {
     let binary = || {
         ToolError::new(
             "binary-file",
-            format!("{rel} is a binary (or not UTF-8) file; it cannot be edited as text."),
+            format!(
+                "{} is a binary (or not UTF-8) file; it cannot be edited as text.",
+                toolgate_guest::names::display(rel)
+            ),
         )
     };
     if text::is_binary(&bytes) {

@@ -6,10 +6,12 @@
 //! names at any depth, as if it were `**/*.rs`. Only files are returned, as paths relative to
 //! the workspace root, one per line, sorted by modification time (newest first, ties by path),
 //! at most [`MAX_RESULTS`]. `.gitignore`/`.ignore`, the default ignores and the host's
-//! deny-list are honoured.
+//! deny-list are honoured. A path that is not an ordinary name is printed quoted
+//! (`toolgate_guest::names`) and listed exactly in `data.escaped_names`.
 
 use std::path::Path;
 use std::time::SystemTime;
+use toolgate_guest::names::{self, Escaped};
 use toolgate_guest::walk::{self, Options};
 use toolgate_guest::{
     json, Budget, Context, Descriptor, Output, PathAccess, Risk, Tool, ToolError, Value,
@@ -89,7 +91,10 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
     if !meta.is_dir() {
         return Err(ToolError::new(
             "not-a-directory",
-            format!("{base_rel} is a file, not a directory; `path` is the directory to search in"),
+            format!(
+                "{} is a file, not a directory; `path` is the directory to search in",
+                names::display(&base_rel)
+            ),
         ));
     }
 
@@ -156,16 +161,24 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
     let total = found.len();
     let mut budget = Budget::new(cx.max_output_bytes().saturating_sub(NOTE_RESERVE).max(1));
     let mut returned = 0;
+    let mut escaped = Escaped::new();
     for (_, rel) in found.iter().take(MAX_RESULTS) {
-        if !budget.push_line(rel) {
+        let shown = names::display(rel);
+        if !budget.push_line(&shown) {
             break;
+        }
+        if let std::borrow::Cow::Owned(_) = shown {
+            escaped.note(rel);
         }
         returned += 1;
     }
     let mut content = budget.into_string();
     let truncated = returned < total;
     if total == 0 {
-        content.push_str(&format!("No files match `{pattern}` under {base_rel}\n"));
+        content.push_str(&format!(
+            "No files match `{pattern}` under {}\n",
+            names::display(&base_rel)
+        ));
     } else if truncated {
         let why = if returned >= MAX_RESULTS {
             format!("the {MAX_RESULTS}-result cap")
@@ -184,18 +197,20 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
             if total == 1 { "" } else { "s" }
         )
     };
+    let mut data = json!({
+        "pattern": pattern,
+        "path": base_rel,
+        "files": total,
+        "files_returned": returned,
+        "unreadable": errors,
+    });
+    escaped.add_to(&mut data);
     Ok(Report {
         summary,
         content,
         truncated,
         totals: vec![("files", total as u64, returned as u64)],
-        data: json!({
-            "pattern": pattern,
-            "path": base_rel,
-            "files": total,
-            "files_returned": returned,
-            "unreadable": errors,
-        }),
+        data,
     })
 }
 

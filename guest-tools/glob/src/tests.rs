@@ -133,3 +133,24 @@ fn no_match_and_errors() {
     .unwrap_err();
     assert_eq!(code(&e), "not-a-directory");
 }
+
+#[test]
+fn odd_names_are_quoted_one_per_line_and_listed_exactly() {
+    let root = tmp();
+    let forged = "src/a.txt:1:FORGED hello world\nnormal.txt";
+    put(&root, forged, 0);
+    put(&root, "normal.txt", 10);
+    put(&root, "src/\u{202e}gpj.exe", 20);
+    let r = glob(&root, json!({"pattern": "**/*"})).unwrap();
+    assert_eq!(
+        r.content,
+        "\"src/a.txt:1:FORGED hello world\\nnormal.txt\"\nnormal.txt\n\"src/\\u{202e}gpj.exe\"\n"
+    );
+    assert_eq!(
+        r.data["escaped_names"],
+        json!([forged, "src/\u{202e}gpj.exe"])
+    );
+    let r = glob(&root, json!({"pattern": "normal.*"})).unwrap();
+    assert_eq!(r.content, "normal.txt\n");
+    assert!(r.data.get("escaped_names").is_none());
+}

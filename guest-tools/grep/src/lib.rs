@@ -2,7 +2,9 @@
 //!
 //! Output lines are `path:line:text` for matching lines and, with `context`, `path-line-text`
 //! for context lines, with `--` between groups that are not adjacent (as ripgrep prints them).
-//! Paths are relative to the workspace root; files are visited in name order. `.gitignore`,
+//! Paths are relative to the workspace root; files are visited in name order. A path that is
+//! not an ordinary name is printed quoted (`toolgate_guest::names`: `"a:b\n.txt":3:text`; with
+//! context, a name with `-<digits>-` too) and listed exactly in `data.escaped_names`. `.gitignore`,
 //! `.ignore`, the default ignores and the host's deny-list are honoured; files with a NUL byte
 //! in their first 8 KiB are skipped as binary (and counted), files over 64 MiB are skipped (and
 //! counted; the sandbox's memory is limited). A match is a matching *line*: the regex runs in
@@ -22,6 +24,7 @@
 use regex::bytes::{Regex, RegexBuilder};
 use std::path::Path;
 use toolgate_guest::files::{self, Contents, Include};
+use toolgate_guest::names::{self, Escaped};
 use toolgate_guest::text;
 use toolgate_guest::{
     json, Budget, Context, Descriptor, Output, PathAccess, Risk, Tool, ToolError, Value,
@@ -187,6 +190,8 @@ struct Searcher<'a> {
     /// Whether any line has been printed (for `--` between groups).
     printed_any: bool,
     row: String,
+    /// The names printed quoted (`data.escaped_names`).
+    escaped: Escaped,
 }
 
 /// Where the printer is in one file: the start of the next unprinted line and its number.
@@ -224,6 +229,7 @@ impl<'a> Searcher<'a> {
             unreadable: 0,
             printed_any: false,
             row: String::new(),
+            escaped: Escaped::new(),
         }
     }
 
@@ -252,8 +258,15 @@ impl<'a> Searcher<'a> {
         self.search(buf, rel);
     }
 
-    /// Search one file's bytes.
-    fn search(&mut self, buf: &[u8], rel: &str) {
+    /// Search one file's bytes. Its rows name it as [`names`] prints it: with context rows
+    /// (`path-line-text`) a name with `-<digits>-` is quoted too.
+    fn search(&mut self, buf: &[u8], exact_rel: &str) {
+        let shown = if self.context > 0 {
+            names::display_in_rows(exact_rel)
+        } else {
+            names::display(exact_rel)
+        };
+        let rel: &str = &shown;
         let len = buf.len();
         let mut pos = 0;
         let mut file_matches = 0u64;
@@ -316,6 +329,9 @@ impl<'a> Searcher<'a> {
         }
         if self.emitting {
             self.flush_after(buf, rel, &mut cur);
+        }
+        if cur.file_printed && matches!(shown, std::borrow::Cow::Owned(_)) {
+            self.escaped.note(exact_rel);
         }
         if file_matches > 0 {
             self.files_matched += 1;
@@ -455,9 +471,10 @@ impl<'a> Searcher<'a> {
         let truncated = self.returned < self.seen;
         if self.seen == 0 {
             content.push_str(&format!(
-                "No matches for `{pattern}` in {} file{} searched under {start_rel}",
+                "No matches for `{pattern}` in {} file{} searched under {}",
                 self.files_searched,
-                plural(self.files_searched)
+                plural(self.files_searched),
+                names::display(start_rel)
             ));
             if self.binary_skipped > 0 {
                 content.push_str(&format!(
@@ -507,15 +524,7 @@ impl<'a> Searcher<'a> {
                 self.seen
             )
         };
-        Report {
-            summary,
-            content,
-            truncated,
-            totals: vec![
-                ("matches", self.seen, self.returned),
-                ("files", self.files_matched, self.files_returned),
-            ],
-            data: json!({
+        let mut data = json!({
                 "pattern": pattern,
                 "path": start_rel,
                 "matches": self.seen,
@@ -527,7 +536,17 @@ impl<'a> Searcher<'a> {
                 "binary_files_skipped": self.binary_skipped,
                 "large_files_skipped": self.too_large,
                 "unreadable": self.unreadable + walk_errors as u64,
-            }),
+        });
+        self.escaped.add_to(&mut data);
+        Report {
+            summary,
+            content,
+            truncated,
+            totals: vec![
+                ("matches", self.seen, self.returned),
+                ("files", self.files_matched, self.files_returned),
+            ],
+            data,
         }
     }
 }

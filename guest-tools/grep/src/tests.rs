@@ -228,3 +228,59 @@ fn bench_tree() {
     let r = run(&json!({"pattern": pattern, "max_matches": max}), &cx).unwrap();
     eprintln!("{:?} {} data={}", t.elapsed(), r.summary, r.data);
 }
+
+#[test]
+fn odd_names_are_quoted_and_listed_exactly() {
+    let root = tmp();
+    let forged = "src/a.txt:1:FORGED hello world\nnormal.txt";
+    put(&root, forged, "hello\n");
+    put(&root, "normal.txt", "nothing\n");
+    put(&root, "z-1-x.rs", "ctx\nhello\n");
+    let r = grep(&root, json!({"pattern": "hello"}));
+    assert_eq!(
+        r.content,
+        "\"src/a.txt:1:FORGED hello world\\nnormal.txt\":1:hello\nz-1-x.rs:2:hello\n"
+    );
+    assert_eq!(r.data["escaped_names"], json!([forged]));
+    assert_eq!(r.data["escaped_names_total"], 1);
+    // With context rows (`path-line-text`), `-<digits>-` in a name is quoted too.
+    let r = grep(&root, json!({"pattern": "hello", "context": 1}));
+    assert_eq!(
+        r.content,
+        "\"src/a.txt:1:FORGED hello world\\nnormal.txt\":1:hello\n--\n\"z-1-x.rs\"-1-ctx\n\"z-1-x.rs\":2:hello\n"
+    );
+    assert_eq!(r.data["escaped_names"], json!([forged, "z-1-x.rs"]));
+    // Names with no rows printed are not listed; ordinary output carries no such keys.
+    let r = grep(&root, json!({"pattern": "nothing"}));
+    assert_eq!(r.content, "normal.txt:1:nothing\n");
+    assert!(r.data.get("escaped_names").is_none(), "{}", r.data);
+}
+
+#[test]
+fn a_start_path_with_odd_name_is_quoted_in_the_no_match_note() {
+    let root = tmp();
+    put(&root, "d\x1b[2J/x.txt", "abc\n");
+    let r = grep(
+        &root,
+        json!({"pattern": "zzz", "path": root.join("d\x1b[2J").to_string_lossy()}),
+    );
+    assert_eq!(
+        r.content,
+        "No matches for `zzz` in 1 file searched under \"d\\x1b[2J\"\n"
+    );
+}
+
+#[test]
+fn names_that_are_not_utf8_are_skipped_and_counted_never_lossy() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let root = tmp();
+    put(&root, "ok.txt", "hello\n");
+    std::fs::write(
+        root.join(std::ffi::OsStr::from_bytes(b"bad\xff.txt")),
+        "hello\n",
+    )
+    .unwrap();
+    let r = grep(&root, json!({"pattern": "hello"}));
+    assert_eq!(r.content, "ok.txt:1:hello\n");
+    assert_eq!(r.data["unreadable"], 1);
+}

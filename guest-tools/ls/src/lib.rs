@@ -5,9 +5,13 @@
 //! directory's own entries); a non-empty directory at the depth limit is shown as `name/ …`.
 //! `.gitignore`/`.ignore`, the default ignores (.git, node_modules, target, dist, .toolgate),
 //! the host's deny-list and the caller's `ignore` globs are skipped. At most [`MAX_ENTRIES`]
-//! entries are returned; entries past the cap are still counted (up to [`COUNT_LIMIT`]).
+//! entries are returned; entries past the cap are still counted (up to [`COUNT_LIMIT`]). A
+//! name that is not ordinary is printed quoted (`toolgate_guest::names`; so a name with leading
+//! spaces cannot pose as a deeper level) and its workspace-relative path listed exactly in
+//! `data.escaped_names`.
 
 use std::path::Path;
+use toolgate_guest::names::{self, Escaped};
 use toolgate_guest::walk::{self, Options};
 use toolgate_guest::{
     json, Budget, Context, Descriptor, Output, PathAccess, Risk, Tool, ToolError, Value,
@@ -82,14 +86,18 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
     if !meta.is_dir() {
         return Err(ToolError::new(
             "not-a-directory",
-            format!("{base_rel} is a file, not a directory; use `read` to read it"),
+            format!(
+                "{} is a file, not a directory; use `read` to read it",
+                names::display(&base_rel)
+            ),
         ));
     }
 
+    let mut escaped = Escaped::new();
     let header = if base_rel == "." {
         "./".to_string()
     } else {
-        format!("{base_rel}/")
+        format!("{}/", escaped.show(&base_rel))
     };
     let mut budget = Budget::new(cx.max_output_bytes().saturating_sub(NOTE_RESERVE).max(1));
     budget.push_line(&header);
@@ -122,12 +130,11 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
                 for _ in 0..entry.depth {
                     row.push_str("  ");
                 }
-                let name = entry
-                    .path
-                    .file_name()
-                    .map(|n| n.to_string_lossy())
-                    .unwrap_or_default();
-                row.push_str(&name);
+                // The entry's own name, from its exact workspace-relative path.
+                let name = entry.rel.rsplit('/').next().unwrap_or(&entry.rel);
+                let shown = names::display(name);
+                let quoted = matches!(shown, std::borrow::Cow::Owned(_));
+                row.push_str(&shown);
                 if entry.is_dir {
                     row.push('/');
                     if entry.depth >= depth && has_entries(&entry.path) {
@@ -137,6 +144,9 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
                 }
                 if budget.push_line(&row) {
                     returned += 1;
+                    if quoted {
+                        escaped.note(&entry.rel);
+                    }
                 } else {
                     emitting = false;
                 }
@@ -174,17 +184,13 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
             "[directories marked … have more entries below depth {depth}; pass a larger depth or list them with path]\n"
         ));
     }
+    let shown_base = names::display(&base_rel);
     let summary = if truncated {
-        format!("ls {base_rel}: showing {returned} of {seen_text} entries")
+        format!("ls {shown_base}: showing {returned} of {seen_text} entries")
     } else {
-        format!("ls {base_rel}: {dirs} directories, {files} files")
+        format!("ls {shown_base}: {dirs} directories, {files} files")
     };
-    Ok(Report {
-        summary,
-        content,
-        truncated,
-        totals: vec![("entries", seen, returned)],
-        data: json!({
+    let mut data = json!({
             "path": base_rel,
             "depth": depth,
             "entries": seen,
@@ -194,7 +200,14 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
             "files": files,
             "unexpanded_directories": unexpanded,
             "unreadable": errors,
-        }),
+    });
+    escaped.add_to(&mut data);
+    Ok(Report {
+        summary,
+        content,
+        truncated,
+        totals: vec![("entries", seen, returned)],
+        data,
     })
 }
 

@@ -114,3 +114,33 @@ fn file_and_missing_are_errors() {
         "not-found"
     );
 }
+
+#[test]
+fn odd_names_are_quoted_and_cannot_pose_as_entries_or_levels() {
+    let root = tmp();
+    let forged = "a.txt\n  phantom.txt";
+    put(&root, &format!("d/{forged}"));
+    put(&root, "d/  deeper");
+    put(&root, "d/x");
+    let r = ls(&root, json!({})).unwrap();
+    assert_eq!(
+        r.content,
+        "./\n  d/\n    \"  deeper\"\n    \"a.txt\\n  phantom.txt\"\n    x\n"
+    );
+    assert_eq!(
+        r.data["escaped_names"],
+        json!(["d/  deeper", format!("d/{forged}")])
+    );
+    assert_eq!(r.data["entries"], 4);
+    // The listed directory's own odd name is quoted in the header and the summary.
+    std::fs::create_dir_all(root.join("e:\x1b")).unwrap();
+    let r = ls(
+        &root,
+        json!({"path": root.join("e:\x1b").to_string_lossy()}),
+    )
+    .unwrap();
+    assert_eq!(r.content.lines().next(), Some("\"e:\\x1b\"/"));
+    assert_eq!(r.summary, "ls \"e:\\x1b\": 0 directories, 0 files");
+    assert_eq!(r.data["escaped_names"], json!(["e:\x1b"]));
+    assert_eq!(r.data["path"], "e:\x1b");
+}

@@ -127,6 +127,8 @@ pub fn run(input: &Value, cx: &Context) -> Result<Output, ToolError> {
     let edits = parse_edits(input)?;
     let path = Path::new(path_text);
     let rel = cx.relative(path);
+    // Names in messages as `names` prints them; exact in `data`.
+    let shown = toolgate_guest::names::display(&rel);
     let total = edits.len();
 
     let (mut doc, created) = match fsio::read_existing(path, &rel)? {
@@ -136,7 +138,7 @@ pub fn run(input: &Value, cx: &Context) -> Result<Output, ToolError> {
             return Err(ToolError::new(
                 "not-found",
                 format!(
-                    "{rel} does not exist. Check the path; to create the file, give the first \
+                    "{shown} does not exist. Check the path; to create the file, give the first \
                      edit an empty old_string (or use write)."
                 ),
             ))
@@ -166,7 +168,7 @@ pub fn run(input: &Value, cx: &Context) -> Result<Output, ToolError> {
                     )
                 };
                 let message = format!(
-                    "{rel}: edit {i} of {total} failed{earlier}: {} No edits were applied; the \
+                    "{shown}: edit {i} of {total} failed{earlier}: {} No edits were applied; the \
                      file is unchanged. Fix edit {i} and send all the edits again.",
                     e.message.trim_end()
                 );
@@ -179,7 +181,7 @@ pub fn run(input: &Value, cx: &Context) -> Result<Output, ToolError> {
     if rendered == original && !created {
         return Err(ToolError::new(
             "no-change",
-            format!("{rel}: the edits together leave the file unchanged. Nothing was written."),
+            format!("{shown}: the edits together leave the file unchanged. Nothing was written."),
         ));
     }
     fsio::atomic_write(path, rendered.as_bytes(), &rel)?;
@@ -202,11 +204,11 @@ pub fn run(input: &Value, cx: &Context) -> Result<Output, ToolError> {
         ", some whitespace-normalized"
     };
     let summary = format!(
-        "{verb} {rel}: {total} edit(s), {replacements} replacement(s), changed {}{how}",
+        "{verb} {shown}: {total} edit(s), {replacements} replacement(s), changed {}{how}",
         lines_text(first, last)
     );
     let mut content = format!(
-        "{} {rel} with {total} edit(s) ({replacements} replacement(s)); line numbers of each \
+        "{} {shown} with {total} edit(s) ({replacements} replacement(s)); line numbers of each \
          edit are as of that edit:\n",
         if created { "Created" } else { "Edited" }
     );

@@ -75,12 +75,14 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
         .unwrap_or(DEFAULT_LIMIT)
         .max(1);
     let rel = cx.relative(path);
+    // Names in messages as `names` prints them; exact in `data`.
+    let shown = toolgate_guest::names::display(&rel);
 
     let meta = std::fs::metadata(path).map_err(|e| ToolError::io(&rel, &e))?;
     if meta.is_dir() {
         return Err(ToolError::new(
             "is-directory",
-            format!("{rel} is a directory, not a file; use `ls` to list it"),
+            format!("{shown} is a directory, not a file; use `ls` to list it"),
         )
         .data(json!({"path": rel})));
     }
@@ -97,7 +99,7 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
     if text::is_binary(&head) {
         return Err(ToolError::new(
             "binary",
-            format!("{rel} is a binary file ({size} bytes); `read` shows text files only"),
+            format!("{shown} is a binary file ({size} bytes); `read` shows text files only"),
         )
         .data(json!({"path": rel, "size": size})));
     }
@@ -181,12 +183,12 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
     let summary;
     if total_lines == 0 {
         content.push_str("[file is empty: 0 lines]\n");
-        summary = format!("read {rel}: empty file");
+        summary = format!("read {shown}: empty file");
     } else if returned == 0 && offset >= total_lines {
         return Err(ToolError::new(
             "offset-out-of-range",
             format!(
-                "offset {offset} is past the end of {rel}, which has {total_lines} lines; use an offset below {total_lines}"
+                "offset {offset} is past the end of {shown}, which has {total_lines} lines; use an offset below {total_lines}"
             ),
         )
         .data(json!({"path": rel, "total_lines": total_lines, "offset": offset})));
@@ -219,9 +221,9 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
             ));
         }
         summary = if returned == total_lines {
-            format!("read {rel}: {total_lines} lines")
+            format!("read {shown}: {total_lines} lines")
         } else {
-            format!("read {rel}: lines {first}-{last} of {total_lines}")
+            format!("read {shown}: lines {first}-{last} of {total_lines}")
         };
     }
 

@@ -221,3 +221,19 @@ fn empty_file_is_ok_with_a_note() {
     assert!(!r.truncated);
     assert_eq!(r.totals, vec![("lines", 0, 0)]);
 }
+
+#[test]
+fn an_odd_name_is_quoted_in_summary_and_messages_exact_in_data() {
+    let root = tmp();
+    let name = "a.txt:1:x\n\u{202e}b";
+    std::fs::write(root.join(name), "one\n").unwrap();
+    let p = root.join(name);
+    let r = read(&root, json!({"path": p.to_str().unwrap()}), 100_000).unwrap();
+    assert_eq!(r.summary, "read \"a.txt:1:x\\n\\u{202e}b\": 1 lines");
+    assert_eq!(r.data["path"], name);
+    let missing = root.join("gone\x1b");
+    let e = read(&root, json!({"path": missing.to_str().unwrap()}), 100_000).unwrap_err();
+    let dbg = format!("{e:?}");
+    assert!(dbg.contains(r#"message: "\"gone\\x1b\": "#), "{dbg}");
+    assert!(!dbg.contains("\\u{1b}"), "{dbg}");
+}

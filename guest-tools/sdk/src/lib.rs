@@ -34,6 +34,7 @@ pub mod exec;
 pub mod files;
 #[cfg(feature = "http")]
 pub mod http;
+pub mod names;
 mod output;
 pub mod text;
 pub mod walk;

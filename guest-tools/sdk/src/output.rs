@@ -195,7 +195,8 @@ impl ToolError {
         }
     }
 
-    /// An error for a failed filesystem operation on `path` (workspace-relative).
+    /// An error for a failed filesystem operation on `path` (workspace-relative, exact): the
+    /// message names it as [`crate::names::display`] prints it.
     pub fn io(path: &str, err: &std::io::Error) -> Self {
         let code = match err.kind() {
             std::io::ErrorKind::NotFound => "not-found",
@@ -203,7 +204,7 @@ impl ToolError {
             std::io::ErrorKind::AlreadyExists => "already-exists",
             _ => "io",
         };
-        ToolError::new(code, format!("{path}: {err}"))
+        ToolError::new(code, format!("{}: {err}", crate::names::display(path)))
     }
 
     /// Attach structured detail. With [`ToolError::with_output`] it is the output's data that

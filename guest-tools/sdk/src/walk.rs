@@ -56,7 +56,9 @@ pub struct Options {
 
 /// Walk `start` (a sandbox path), calling `visit` for every entry except `start` itself, in
 /// name order. `visit` returns false to stop the walk. Unreadable entries are skipped and
-/// counted in the returned number.
+/// counted in the returned number; so is an entry whose name is not UTF-8 (a WASI guest
+/// cannot name it to open it; the host's walk leaves such names out too), with what is below
+/// it. Print an entry's name through [`crate::names`].
 pub fn walk(
     cx: &Context,
     start: &Path,
@@ -200,16 +202,24 @@ fn local_walk(
             continue;
         }
         let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
-        let name = entry.file_name().to_string_lossy();
+        let Some(name) = entry.file_name().to_str() else {
+            // Not UTF-8: `rel` would be lossy (two such names could look the same) and no
+            // WASI path can name it. Counted, like an entry WASI's readdir refuses.
+            errors += 1;
+            if is_dir {
+                pruned.push(path.to_path_buf());
+            }
+            continue;
+        };
         let rel = match path.strip_prefix(&root) {
             Ok(r) => r.to_string_lossy().replace('\\', "/"),
             Err(_) => path.to_string_lossy().into_owned(),
         };
-        let skip = (is_dir && DEFAULT_IGNORES.contains(&name.as_ref()))
+        let skip = (is_dir && DEFAULT_IGNORES.contains(&name))
             || denied(&rel)
             || extra
                 .as_ref()
-                .is_some_and(|set| set.is_match(name.as_ref()) || set.is_match(&rel));
+                .is_some_and(|set| set.is_match(name) || set.is_match(&rel));
         if skip {
             if is_dir {
                 pruned.push(path.to_path_buf());

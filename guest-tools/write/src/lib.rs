@@ -62,12 +62,14 @@ pub fn run(input: &Value, cx: &Context) -> Result<Output, ToolError> {
         .ok_or_else(|| ToolError::new("bad-input", "`content` must be a string."))?;
     let path = Path::new(path_text);
     let rel = cx.relative(path);
+    // Names in messages as `names` prints them; exact in `data`.
+    let shown = toolgate_guest::names::display(&rel);
 
     let existing = fsio::read_existing(path, &rel)?;
     if existing.as_deref() == Some(content.as_bytes()) {
         return Err(ToolError::new(
             "no-change",
-            format!("{rel} already has exactly this content; nothing was written."),
+            format!("{shown} already has exactly this content; nothing was written."),
         ));
     }
     fsio::atomic_write(path, content.as_bytes(), &rel)?;
@@ -78,11 +80,11 @@ pub fn run(input: &Value, cx: &Context) -> Result<Output, ToolError> {
     let created = existing.is_none();
     let (summary, mut body) = match &existing {
         None => (
-            format!("created {rel} ({size})"),
-            format!("Created {rel}: {size}."),
+            format!("created {shown} ({size})"),
+            format!("Created {shown}: {size}."),
         ),
         Some(old) => {
-            let mut body = format!("Overwrote {rel}: {size}");
+            let mut body = format!("Overwrote {shown}: {size}");
             match std::str::from_utf8(old) {
                 Ok(old_text) => {
                     body.push_str(&format!(
@@ -112,7 +114,7 @@ pub fn run(input: &Value, cx: &Context) -> Result<Output, ToolError> {
                     body.push_str(&format!(" (was {}, not text).", plural(old.len(), "byte")))
                 }
             }
-            (format!("overwrote {rel} ({size})"), body)
+            (format!("overwrote {shown} ({size})"), body)
         }
     };
     body.push('\n');
