@@ -25,10 +25,13 @@
 //!   (`truncated` plus totals of what it saw against what it returned).
 //! - Return errors as [`ToolError`]s with a stable code and a message that says what to do.
 //!   Never panic on input or file contents.
+//! - Print file names through [`toolgate_guest::names`]: whoever made a file chose its name,
+//!   and a newline or an escape in it must not reach the model's text as layout.
 
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
+use toolgate_guest::names::{self, Escaped};
 use toolgate_guest::{
     json, Budget, Context, Descriptor, Output, PathAccess, Risk, Tool, ToolError, Value,
 };
@@ -169,7 +172,7 @@ pub fn collect(cx: &Context, start: &Path) -> Result<Tally, ToolError> {
 fn count_file(path: &Path, rel: String, tally: &mut Tally) {
     match File::open(path).and_then(Counts::of_reader) {
         Ok(counts) => tally.files.push(FileCount { rel, counts }),
-        Err(e) => tally.errors.push(format!("{rel}: {e}")),
+        Err(e) => tally.errors.push(format!("{}: {e}", names::display(&rel))),
     }
 }
 
@@ -177,7 +180,8 @@ fn walk(cx: &Context, dir: &Path, tally: &mut Tally) {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) => {
-            tally.errors.push(format!("{}: {e}", cx.relative(dir)));
+            let rel = cx.relative(dir);
+            tally.errors.push(format!("{}: {e}", names::display(&rel)));
             return;
         }
     };
@@ -193,9 +197,10 @@ fn walk(cx: &Context, dir: &Path, tally: &mut Tally) {
         }
         // symlink_metadata: a symlink is not followed (it could point anywhere).
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            tally
-                .errors
-                .push(format!("{rel}: cannot read its metadata"));
+            tally.errors.push(format!(
+                "{}: cannot read its metadata",
+                names::display(&rel)
+            ));
             continue;
         };
         if meta.is_dir() {
@@ -246,9 +251,14 @@ pub fn render(tally: &Tally, what: &str, max_output_bytes: usize) -> Report {
         "lines", "words", "bytes"
     ));
     let mut shown: u64 = 0;
+    let mut escaped = Escaped::new();
     for f in &tally.files {
-        if !budget.push_line(&row(&f.counts, &f.rel)) {
+        let name = names::display(&f.rel);
+        if !budget.push_line(&row(&f.counts, &name)) {
             break;
+        }
+        if let std::borrow::Cow::Owned(_) = name {
+            escaped.note(&f.rel);
         }
         shown += 1;
     }
@@ -275,22 +285,27 @@ pub fn render(tally: &Tally, what: &str, max_output_bytes: usize) -> Report {
             tally.errors[0]
         ));
     }
+    let mut data = json!({
+        "files": seen,
+        "lines": total.lines,
+        "words": total.words,
+        "bytes": total.bytes,
+        "denied_skipped": tally.denied,
+        "errors": tally.errors,
+    });
+    escaped.add_to(&mut data);
     Report {
         summary: format!(
-            "word-count {what}: {seen} files, {} lines, {} words, {} bytes",
-            total.lines, total.words, total.bytes
+            "word-count {}: {seen} files, {} lines, {} words, {} bytes",
+            names::display(what),
+            total.lines,
+            total.words,
+            total.bytes
         ),
         content,
         truncated,
         files: (seen, shown),
-        data: json!({
-            "files": seen,
-            "lines": total.lines,
-            "words": total.words,
-            "bytes": total.bytes,
-            "denied_skipped": tally.denied,
-            "errors": tally.errors,
-        }),
+        data,
     }
 }
 

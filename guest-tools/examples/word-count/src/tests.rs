@@ -168,3 +168,27 @@ fn cuts_rows_to_the_budget_but_totals_everything() {
         r.content
     );
 }
+
+#[test]
+fn an_odd_name_is_quoted_in_its_row_and_exact_in_data() {
+    let root = tmp();
+    std::fs::write(
+        root.join("a.txt\n     9        9          9  b"),
+        "one two\n",
+    )
+    .unwrap();
+    let cx = Context::for_tests(&root, 100_000, &[]);
+    let tally = collect(&cx, &root).unwrap();
+    let r = render(&tally, ".", 100_000);
+    assert!(
+        r.content
+            .contains("       1        2          8  \"a.txt\\n     9        9          9  b\"\n"),
+        "{}",
+        r.content
+    );
+    assert_eq!(r.content.lines().count(), 3, "{}", r.content);
+    assert_eq!(
+        r.data["escaped_names"],
+        json!(["a.txt\n     9        9          9  b"])
+    );
+}
