@@ -297,6 +297,15 @@ pub fn ensure_state_dir(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Write one of the host's own files under `.toolgate/` (a saved full output, ...): its
+/// directories checked by [`ensure_state_dir`], then [`write_atomic`].
+pub fn write_state_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        ensure_state_dir(dir)?;
+    }
+    write_atomic(path, bytes)
+}
+
 /// Refuse a host state file (the state database and its `-wal`/`-shm` companions) that exists
 /// as anything but a regular file with one name: a symlink, directory, FIFO or device, or a
 /// hard link whose other name may be a file outside the workspace.

@@ -193,11 +193,7 @@ impl Process {
             let rel = format!("{OUTPUTS_DIR}/{save_as}.txt");
             let file = workspace.join(&rel);
             let body = format!("--- stdout ---\n{out_text}\n--- stderr ---\n{err_text}\n");
-            let saved = file
-                .parent()
-                .map(std::fs::create_dir_all)
-                .unwrap_or(Ok(()))
-                .and_then(|_| crate::fsutil::write_atomic(&file, body.as_bytes()));
+            let saved = crate::fsutil::write_state_file(&file, body.as_bytes());
             if saved.is_ok() {
                 full_output_ref = Some(rel);
             }
