@@ -32,7 +32,9 @@ impl Tool for Glob {
              not cross `/`, `**` matches any directories; a pattern without `/` matches file \
              names at any depth. Returns matching file paths (relative to the workspace root), \
              newest first, at most 100; the output says when there were more. Skips \
-             .gitignore'd files and .git/node_modules/target/dist. Use `grep` to search contents.",
+             .gitignore'd files and .git/node_modules/target/dist. Use `grep` to search \
+             contents. A path that is not a plain name (`:`, control or invisible characters, a \
+             leading quote, blank ends) is shown double-quoted with backslash escapes.",
             json!({
                 "type": "object",
                 "properties": {

@@ -62,7 +62,9 @@ impl Tool for Grep {
              Skips .gitignore'd files, .git/node_modules/target/dist and binary files. At most \
              `max_matches` lines (default 100) are returned; the output says when it was cut and \
              how many matches there were. Use `include` to filter files by name and `path` to \
-             narrow the search; use `read` to see a whole file.",
+             narrow the search; use `read` to see a whole file. A path that is not a plain name (it \
+             has `:`, a control or invisible character, a leading quote or blank ends) is shown \
+             double-quoted with backslash escapes, e.g. `\"a:b\\n.rs\":3:text`.",
             json!({
                 "type": "object",
                 "properties": {

@@ -37,7 +37,9 @@ impl Tool for Ls {
             "List a directory as an indented tree (directories end with `/`), 3 levels deep by \
              default, at most 1000 entries; the output says when it was cut. Skips \
              .gitignore'd files and .git/node_modules/target/dist/.toolgate. Use `glob` to find \
-             files by pattern and `read` to read a file.",
+             files by pattern and `read` to read a file. A name that is not plain (`:`, \
+             control or invisible characters, a leading quote, blank ends) is shown \
+             double-quoted with backslash escapes.",
             json!({
                 "type": "object",
                 "properties": {
