@@ -6,8 +6,10 @@
 //! limit), `recurse` recurses without bound (stack overflow), `ok` returns `ok`, and `escape`
 //! tries to read and write outside what was granted and reports each attempt (the host tests
 //! assert that every attempt failed). `probe` runs a list of filesystem operations (`ops`: each
-//! `{op, path}`, `op` one of `read`, `list`, `stat`, `write`, `mkdir`, `remove`, `symlink`
-//! (with `target`), `rename` (with `to`)) and reports each result, for the deny-list tests.
+//! `{op, path}`, `op` one of `read`, `list`, `stat` (of a final symlink itself), `stat-follow`,
+//! `readlink`, `write`, `mkdir`, `rmdir`, `remove`, `symlink` (with `target`), `link` (a hard
+//! link at `path` to `target`), `rename` (with `to`)) and reports each result, for the
+//! deny-list tests.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -39,7 +41,7 @@ impl Tool for Hostile {
                         "items": {
                             "type": "object",
                             "properties": {
-                                "op": {"type": "string", "enum": ["read", "list", "stat", "write", "mkdir", "remove", "symlink", "rename", "walk", "read-ahead", "read-ahead-twice", "read-ahead-spin"]},
+                                "op": {"type": "string", "enum": ["read", "list", "stat", "stat-follow", "readlink", "write", "mkdir", "rmdir", "remove", "symlink", "link", "rename", "walk", "read-ahead", "read-ahead-twice", "read-ahead-spin"]},
                                 "path": {"type": "string"},
                                 "target": {"type": "string"},
                                 "to": {"type": "string"}
@@ -220,8 +222,12 @@ fn probe(input: &Value) -> Output {
                 Ok(detail)
             }),
             "stat" => std::fs::symlink_metadata(path).map(|m| format!("{} bytes", m.len())),
+            "stat-follow" => std::fs::metadata(path).map(|m| format!("{} bytes", m.len())),
+            "readlink" => std::fs::read_link(path).map(|t| t.display().to_string()),
             "write" => std::fs::write(path, b"probe").map(|()| "written".to_string()),
             "mkdir" => std::fs::create_dir(path).map(|()| "created".to_string()),
+            "rmdir" => std::fs::remove_dir(path).map(|()| "removed".to_string()),
+            "link" => std::fs::hard_link(arg("target"), path).map(|()| "linked".to_string()),
             "remove" => std::fs::remove_file(path).map(|()| "removed".to_string()),
             "symlink" => symlink(&arg("target"), path).map(|()| "linked".to_string()),
             "rename" => std::fs::rename(path, arg("to")).map(|()| "renamed".to_string()),

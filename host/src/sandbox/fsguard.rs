@@ -10,23 +10,58 @@
 //! resolved lexically (wasmtime-wasi already refuses paths that leave the preopen and absolute
 //! symlinks).
 //!
-//! Symlinks inside the workspace can alias a denied path under another name. Three things keep
-//! that closed: the state directory is matched by name at any depth (`x/.toolgate/...` is
-//! refused, since `x` may be a symlink to the root) as the default secrets already are; a
-//! symlink the guest creates must not point at anything denied; and on Linux a successful
-//! `open-at` is checked again against the real path of what was opened (`/proc/self/fd`,
-//! about one extra syscall per open), which catches symlinks that were already in the workspace
-//! (`config -> .env`). Not covered: pre-existing symlinks used by the non-open calls (stat,
-//! unlink, rename, ... through `link -> .ssh`), truncation by an `open-at` through such a
-//! symlink before the re-check refuses it, hard links made outside the sandbox, and renaming a
-//! directory that a path-based (not `**/`) extra secret pattern names an entry of.
+//! Symlinks inside the workspace can alias a denied path under another name, and a symlink
+//! can be swapped in between a check and the call it allowed. So on Linux every path-taking
+//! call on a guarded descriptor is done by the guard itself, on the object it checked:
 //!
-//! Fast paths (Linux): a read-only open of a plain file reached without any symlink is done
-//! by the guard itself (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` and `O_NONBLOCK`,
-//! then `fstat` of the opened descriptor), so its real path is the lexical one and its type is
-//! its own; other opens without symlinks are checked with an `O_PATH` `openat2` + `fstat`
-//! before and a same-inode `fstat` after instead of `stat-at` and the `/proc` lookup. A path
-//! with a symlink on the way always takes the full checks above.
+//! - The directory that holds the target is opened once, beneath the guest's descriptor
+//!   (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`, `O_PATH`); a single-component
+//!   path uses the guest's descriptor itself, with no system call. With no symlink on the way
+//!   the lexical check stands. With one, the directory is opened again following it
+//!   (`RESOLVE_BENEATH` only) and the target is judged by the real path of that descriptor
+//!   (`/proc/self/fd`) plus the final component; outside the workspace is refused.
+//! - The call is then made relative to that descriptor with the final component:
+//!   `mkdirat` (create-directory-at), `unlinkat` (unlink-file-at, and remove-directory-at with
+//!   `AT_REMOVEDIR`), `renameat` (rename-at; both ends located and judged), `linkat` without
+//!   following (link-at; both ends, and no new name for a second name of a secret),
+//!   `symlinkat` (symlink-at; the target judged again from the link's real directory),
+//!   `readlinkat` (readlink-at), `utimensat` with `AT_SYMLINK_NOFOLLOW` (set-times-at without
+//!   following). A rename, exchange or symlink swap of a component on the way after the check
+//!   changes nothing: the directory is already open, and the final component is never
+//!   followed.
+//! - Calls on what a path leads to (stat-at, metadata-hash-at, set-times-at following
+//!   symlinks) open the object itself with `O_PATH` the same way (`O_NOFOLLOW` when the guest
+//!   does not follow) and use that descriptor (`statx`, `utimensat` through its
+//!   `/proc/self/fd` entry).
+//! - open-at opens the final component in the located directory with `O_NOFOLLOW` and
+//!   `O_NONBLOCK`. A final symlink, when the guest follows symlinks, is read with `readlinkat`
+//!   and its target located and judged like a new path (up to 40 links), so a file is created
+//!   only where the check allowed it, including through a dangling symlink. The opened
+//!   object's type is checked (regular files and directories only) and a second name of a
+//!   secret refused before anything is changed; truncation is an `ftruncate` after those
+//!   checks, never `O_TRUNC`. The descriptor is built as wasmtime-wasi builds it (the guest
+//!   descriptor's permissions, the open mode), and its errors are wasmtime-wasi's
+//!   (`not-permitted` on a read-only preopen, `exist`, `not-directory`, ...); denied is
+//!   `access`.
+//! - A preopen below the workspace root was opened by its host path when the call started;
+//!   its real path is read once (`/proc/self/fd`) and it is judged by that, so a directory
+//!   swapped for a symlink to the state directory before that open is the state directory.
+//!
+//! The state directory is also matched by name at any depth (`x/.toolgate/...` is refused), a
+//! symlink the guest creates must not point at anything denied, and listings leave denied
+//! entries out. Without `openat2` (Linux before 5.6) or on other systems the calls go to
+//! wasmtime-wasi after the lexical checks, with the real-path re-check of each `open-at` as
+//! before. Not covered: hard links to a secret made outside the sandbox when the secret is
+//! outside the workspace, a guest directory descriptor whose directory is renamed after it was
+//! opened (its path is the one it was opened by; renaming a directory that a path-based, not
+//! `**/`, extra secret pattern names an entry of can therefore expose that entry), and
+//! processes outside the sandbox changing the state directory themselves.
+//!
+//! Fast paths (Linux): a read-only open of a plain file reached without any symlink is one
+//! `openat2` (`RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`, `O_NONBLOCK`) and one `statx` of the
+//! opened descriptor, whose answer is kept for the tool's own `stat` of it. A single-component
+//! path costs no system call beyond the operation itself; a longer one adds the `openat2` of
+//! its directory, and a symlink on the way one more `openat2` and a `readlink`.
 //!
 //! Descriptors of a store without a policy ([`FsGuard`] with no [`FsDeny`]) pass straight
 //! through to wasmtime-wasi.
@@ -241,6 +276,9 @@ enum DirPath {
     Guarded(Arc<str>),
     /// A preopen outside the workspace mount: not filtered.
     Unguarded,
+    /// A preopen below the workspace mount whose real directory is outside the workspace (a
+    /// symlink swapped in before it was opened): every call through it is refused.
+    Refused,
 }
 
 /// Per-call filesystem guard state, kept in the store next to the WASI context.
@@ -306,6 +344,7 @@ impl GuardedFsView<'_> {
         match self.guard.dirs.get(&fd.rep()) {
             Some(DirPath::Guarded(p)) => Ok(Some(p.clone())),
             Some(DirPath::Unguarded) => Ok(None),
+            Some(DirPath::Refused) => Err(ErrorCode::Access.into()),
             // Not a directory we handed out: a file (the call fails as wasmtime-wasi would
             // fail it) or something unknown (refused).
             None => match self.inner.table.get(fd)? {
@@ -377,67 +416,7 @@ impl GuardedFsView<'_> {
     }
 }
 
-/// What a look at an open's target before the open found.
-#[derive(Clone, Copy)]
-enum Precheck {
-    /// A regular file or directory reached without any symlink: its device and inode.
-    Plain((u64, u64)),
-    /// Something that must not be opened (a FIFO, socket or device).
-    Refuse,
-    /// Not known (a symlink on the way, a missing file, no `openat2`): check the slow way.
-    Unknown,
-}
-
-/// Whether the opened descriptor is the file `id` (device, inode) names.
-#[cfg(target_os = "linux")]
-fn same_file(descriptor: &Descriptor, id: (u64, u64)) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let meta = match descriptor {
-        Descriptor::File(f) => f.file.metadata(),
-        Descriptor::Dir(d) => d.dir.metadata(),
-    };
-    meta.is_ok_and(|m| (m.dev(), m.ino()) == id)
-}
-
 impl GuardedFsView<'_> {
-    /// Look at `path` below directory `fd` without opening it for real: one `openat2` with
-    /// `O_PATH` that may not leave the directory or pass any symlink, and one `fstat`. A plain
-    /// regular file or directory then needs neither wasmtime-wasi's `stat-at` (four syscalls)
-    /// nor, once opened, the real-path lookup through `/proc` (a same-inode `fstat` does).
-    #[cfg(target_os = "linux")]
-    fn precheck(&mut self, fd: &Resource<Descriptor>, path: &str) -> Precheck {
-        use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
-        let Ok(Descriptor::Dir(dir)) = self.inner.table.get(fd) else {
-            return Precheck::Unknown;
-        };
-        let Ok(target) = rustix::fs::openat2(
-            &*dir.dir,
-            path,
-            OFlags::PATH | OFlags::CLOEXEC,
-            Mode::empty(),
-            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
-        ) else {
-            return Precheck::Unknown;
-        };
-        match rustix::fs::fstat(&target) {
-            Ok(stat) => match FileType::from_raw_mode(stat.st_mode) {
-                // A second name of a secret is refused before it is opened (an open for
-                // writing could truncate it).
-                #[allow(clippy::unnecessary_cast)]
-                FileType::RegularFile
-                    if self.linked(stat.st_dev, stat.st_ino, stat.st_nlink as u64) =>
-                {
-                    Precheck::Refuse
-                }
-                FileType::RegularFile | FileType::Directory => {
-                    Precheck::Plain((stat.st_dev, stat.st_ino))
-                }
-                _ => Precheck::Refuse,
-            },
-            Err(_) => Precheck::Unknown,
-        }
-    }
-
     /// Open `path` below directory `fd` for reading when it is a regular file reached without
     /// any symlink: one `openat2` (beneath the directory, no symlinks, non-blocking so a FIFO
     /// cannot hang the call) and one `fstat` of what was opened. No symlink on the way means its
@@ -497,11 +476,6 @@ impl GuardedFsView<'_> {
         Ok(Some(opened))
     }
 
-    #[cfg(not(target_os = "linux"))]
-    fn precheck(&mut self, _fd: &Resource<Descriptor>, _path: &str) -> Precheck {
-        Precheck::Unknown
-    }
-
     /// Whether a regular file is a second name of a secret (free with one link).
     fn linked(&mut self, dev: u64, ino: u64, nlink: u64) -> bool {
         if nlink <= 1 {
@@ -536,6 +510,480 @@ fn file_stat(meta: &std::fs::Metadata) -> types::DescriptorStat {
     }
 }
 
+/// A directory the guard acts in.
+#[cfg(target_os = "linux")]
+enum DirFd {
+    /// The guest's own directory descriptor (the path had a single component).
+    Guest(Arc<std::fs::File>),
+    /// A directory the guard opened (`O_PATH`) beneath the guest's.
+    Own(rustix::fd::OwnedFd),
+}
+
+#[cfg(target_os = "linux")]
+impl std::os::fd::AsFd for DirFd {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        match self {
+            DirFd::Guest(f) => f.as_fd(),
+            DirFd::Own(f) => f.as_fd(),
+        }
+    }
+}
+
+/// Where a path-taking call acts once its target is checked: entry `name` of directory `dir`.
+#[cfg(target_os = "linux")]
+struct At {
+    dir: DirFd,
+    /// The final component, trailing `/` kept (`.` when the path names `dir` itself).
+    name: String,
+    /// The target's workspace-relative real path when a symlink was on the way to `dir`
+    /// (`None`: the lexical path the guard checked, left in its buffer).
+    real: Option<String>,
+    /// The guest descriptor's permissions.
+    perms: wasmtime_wasi::FsPerms,
+}
+
+#[cfg(target_os = "linux")]
+impl At {
+    /// `not-permitted` on a read-only preopen, as wasmtime-wasi answers every change there.
+    fn writable(&self) -> FsResult<()> {
+        if self.perms.write_not_permitted() {
+            return Err(ErrorCode::NotPermitted.into());
+        }
+        Ok(())
+    }
+
+    /// The final component without a trailing `/`.
+    fn bare(&self) -> &str {
+        self.name.trim_end_matches('/')
+    }
+}
+
+/// How a path-taking call goes ahead (Linux).
+#[cfg(target_os = "linux")]
+enum Reached {
+    /// Through wasmtime-wasi: no policy, or no `openat2` in this kernel (the lexical check,
+    /// if any, has passed).
+    Inner,
+    /// Here, on the object that was checked.
+    Here(At),
+}
+
+/// `path` split into what leads to the directory holding its target and the target's final
+/// component (trailing `/` kept): `a/b/c/` -> (`a/b`, `c/`). A final `.` or `..` names a
+/// directory itself: `a/..` -> (`a/..`, `.`).
+#[cfg(target_os = "linux")]
+fn split_last(path: &str) -> (&str, &str) {
+    let trimmed = path.trim_end_matches('/');
+    let (lead, last) = match trimmed.rfind('/') {
+        Some(i) => (&path[..i], &path[i + 1..]),
+        None => ("", path),
+    };
+    let bare = last.trim_end_matches('/');
+    if bare == "." || bare == ".." {
+        return (trimmed, ".");
+    }
+    (lead, last)
+}
+
+/// A system call's error as the guest sees it, as wasmtime-wasi maps it. Leaving the directory
+/// (`RESOLVE_BENEATH`'s `EXDEV`) is `not-permitted`, as wasmtime-wasi refuses an escape.
+#[cfg(target_os = "linux")]
+fn errno_code(e: rustix::io::Errno) -> ErrorCode {
+    use rustix::io::Errno;
+    match e {
+        Errno::PIPE => ErrorCode::Pipe,
+        Errno::PERM | Errno::XDEV => ErrorCode::NotPermitted,
+        Errno::NOENT => ErrorCode::NoEntry,
+        Errno::NOMEM => ErrorCode::InsufficientMemory,
+        Errno::BADF => ErrorCode::BadDescriptor,
+        Errno::BUSY => ErrorCode::Busy,
+        Errno::ACCESS => ErrorCode::Access,
+        Errno::NOTDIR => ErrorCode::NotDirectory,
+        Errno::ISDIR => ErrorCode::IsDirectory,
+        Errno::INVAL => ErrorCode::Invalid,
+        Errno::EXIST => ErrorCode::Exist,
+        Errno::FBIG => ErrorCode::FileTooLarge,
+        Errno::NOSPC => ErrorCode::InsufficientSpace,
+        Errno::SPIPE => ErrorCode::InvalidSeek,
+        Errno::MLINK => ErrorCode::TooManyLinks,
+        Errno::NAMETOOLONG => ErrorCode::NameTooLong,
+        Errno::NOTEMPTY => ErrorCode::NotEmpty,
+        Errno::LOOP => ErrorCode::Loop,
+        Errno::OVERFLOW => ErrorCode::Overflow,
+        Errno::ILSEQ => ErrorCode::IllegalByteSequence,
+        Errno::NOTSUP => ErrorCode::Unsupported,
+        Errno::ROFS => ErrorCode::ReadOnly,
+        Errno::INTR => ErrorCode::Interrupted,
+        Errno::DQUOT => ErrorCode::Quota,
+        _ => ErrorCode::Io,
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn code(e: rustix::io::Errno) -> FsError {
+    errno_code(e).into()
+}
+
+#[cfg(target_os = "linux")]
+fn io_code(e: std::io::Error) -> FsError {
+    match e.raw_os_error() {
+        Some(raw) => code(rustix::io::Errno::from_raw_os_error(raw)),
+        None => ErrorCode::Io.into(),
+    }
+}
+
+/// Any object's `stat` as wasmtime-wasi reports it.
+#[cfg(target_os = "linux")]
+fn object_stat(meta: &std::fs::Metadata) -> types::DescriptorStat {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    let mut stat = file_stat(meta);
+    stat.type_ = if kind.is_dir() {
+        types::DescriptorType::Directory
+    } else if kind.is_symlink() {
+        types::DescriptorType::SymbolicLink
+    } else if kind.is_file() {
+        types::DescriptorType::RegularFile
+    } else if kind.is_block_device() {
+        types::DescriptorType::BlockDevice
+    } else if kind.is_char_device() {
+        types::DescriptorType::CharacterDevice
+    } else {
+        types::DescriptorType::Unknown
+    };
+    stat
+}
+
+/// A new timestamp for `utimensat`.
+#[cfg(target_os = "linux")]
+fn timespec(t: types::NewTimestamp) -> FsResult<rustix::thread::Timespec> {
+    use rustix::thread::Timespec;
+    Ok(match t {
+        types::NewTimestamp::NoChange => Timespec {
+            tv_sec: 0,
+            tv_nsec: rustix::fs::UTIME_OMIT,
+        },
+        types::NewTimestamp::Now => Timespec {
+            tv_sec: 0,
+            tv_nsec: rustix::fs::UTIME_NOW,
+        },
+        types::NewTimestamp::Timestamp(t) => {
+            let secs = t
+                .seconds
+                .checked_add(u64::from(t.nanoseconds / 1_000_000_000))
+                .and_then(|s| i64::try_from(s).ok())
+                .ok_or(ErrorCode::Overflow)?;
+            Timespec {
+                tv_sec: secs,
+                tv_nsec: (t.nanoseconds % 1_000_000_000).into(),
+            }
+        }
+    })
+}
+
+/// Whether entry `name` of `dir` is a symlink itself.
+#[cfg(target_os = "linux")]
+fn is_symlink(dir: &DirFd, name: &str) -> bool {
+    rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink
+    })
+}
+
+/// Symlinks followed by one `open-at` at most, as the kernel allows.
+#[cfg(target_os = "linux")]
+const MAX_SYMLINKS: u32 = 40;
+
+#[cfg(target_os = "linux")]
+impl GuardedFsView<'_> {
+    /// The guest directory descriptor's handle and permissions.
+    fn guest_dir(
+        &self,
+        fd: &Resource<Descriptor>,
+    ) -> FsResult<(Arc<std::fs::File>, wasmtime_wasi::FsPerms)> {
+        match self.inner.table.get(fd)? {
+            Descriptor::Dir(d) => Ok((d.dir.clone(), d.perms)),
+            Descriptor::File(_) => Err(ErrorCode::NotDirectory.into()),
+        }
+    }
+
+    /// The workspace-relative real path of `opened` joined with `name` (a final component or
+    /// empty), refused when it is outside the workspace or denied for `access`. `None` when
+    /// the real-path check is off.
+    fn judge_real(
+        &self,
+        opened: &rustix::fd::OwnedFd,
+        name: &str,
+        access: Access,
+    ) -> FsResult<Option<String>> {
+        use std::os::fd::AsRawFd;
+        let Some(deny) = self.guard.deny.as_ref() else {
+            return Ok(None);
+        };
+        if !deny.real_path_check {
+            return Ok(None);
+        }
+        // What cannot be told is refused.
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", opened.as_raw_fd()))
+            .map_err(|_| ErrorCode::Access)?;
+        let rest = real
+            .strip_prefix(&deny.host_root)
+            .map_err(|_| ErrorCode::Access)?;
+        let mut rel = rest.to_str().ok_or(ErrorCode::Access)?.to_string();
+        let name = name.trim_end_matches('/');
+        if !name.is_empty() && name != "." {
+            if !rel.is_empty() {
+                rel.push('/');
+            }
+            rel.push_str(name);
+        }
+        if deny.denied(&rel, 0, access) {
+            return Err(ErrorCode::Access.into());
+        }
+        Ok(Some(rel))
+    }
+
+    /// Check `path` below `fd` for `access` and open the directory that holds its target,
+    /// beneath `fd`: with no symlink on the way (`RESOLVE_NO_SYMLINKS`) the lexical check
+    /// stands; with one, the directory is opened following it (`RESOLVE_BENEATH` only) and the
+    /// target is judged again by the real path of what was opened. A single-component path
+    /// acts in `fd` itself (no system call). The caller then acts on the final component
+    /// relative to that directory, so nothing renamed or swapped on the way in between changes
+    /// what it acts on.
+    fn locate(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        path: &str,
+        access: Access,
+        slot: Slot,
+    ) -> FsResult<Reached> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        use rustix::io::Errno;
+        let guarded = self.check(fd, path, access, slot)?;
+        if self.guard.deny.is_none() {
+            return Ok(Reached::Inner);
+        }
+        let (dir, perms) = self.guest_dir(fd)?;
+        let (lead, name) = split_last(path);
+        if lead.is_empty() || lead == "." {
+            return Ok(Reached::Here(At {
+                dir: DirFd::Guest(dir),
+                name: name.to_string(),
+                real: None,
+                perms,
+            }));
+        }
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let strict =
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        let (opened, real) = match rustix::fs::openat2(&*dir, lead, flags, Mode::empty(), strict) {
+            Ok(opened) => (opened, None),
+            Err(Errno::NOSYS) => return Ok(Reached::Inner),
+            Err(Errno::LOOP) => {
+                let opened = rustix::fs::openat2(
+                    &*dir,
+                    lead,
+                    flags,
+                    Mode::empty(),
+                    ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+                )
+                .map_err(code)?;
+                let real = if guarded {
+                    self.judge_real(&opened, name, access)?
+                } else {
+                    None
+                };
+                (opened, real)
+            }
+            Err(e) => return Err(code(e)),
+        };
+        Ok(Reached::Here(At {
+            dir: DirFd::Own(opened),
+            name: name.to_string(),
+            real,
+            perms,
+        }))
+    }
+
+    /// Check `path` below `fd` for `access` and open the object it names itself (`O_PATH`,
+    /// beneath `fd`, following a final symlink when `follow`), judged as [`Self::locate`]
+    /// judges a directory. `None`: go through wasmtime-wasi (no policy, an unguarded
+    /// descriptor, or no `openat2`).
+    fn locate_object(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        path: &str,
+        follow: bool,
+        access: Access,
+    ) -> FsResult<Option<rustix::fd::OwnedFd>> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        use rustix::io::Errno;
+        if !self.check(fd, path, access, Slot::First)? {
+            return Ok(None);
+        }
+        let (dir, _) = self.guest_dir(fd)?;
+        let mut flags = OFlags::PATH | OFlags::CLOEXEC;
+        if !follow {
+            flags |= OFlags::NOFOLLOW;
+        }
+        let strict =
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        match rustix::fs::openat2(&*dir, path, flags, Mode::empty(), strict) {
+            Ok(opened) => Ok(Some(opened)),
+            Err(Errno::NOSYS) => Ok(None),
+            Err(Errno::LOOP) => {
+                let opened = rustix::fs::openat2(
+                    &*dir,
+                    path,
+                    flags,
+                    Mode::empty(),
+                    ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+                )
+                .map_err(code)?;
+                self.judge_real(&opened, "", access)?;
+                Ok(Some(opened))
+            }
+            Err(e) => Err(code(e)),
+        }
+    }
+
+    /// `open-at` done here on a guarded descriptor: the final component is opened relative to
+    /// the directory [`Self::locate`] opened, never following a symlink (`O_NOFOLLOW`); a final
+    /// symlink, when the guest follows symlinks, is read here and its target located and
+    /// judged the same way, so a file is created only where the check allowed it. Truncation
+    /// is done after the checks (`ftruncate`), never by the open. `None`: no `openat2`.
+    fn open_here(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        path: &str,
+        path_flags: types::PathFlags,
+        oflags: types::OpenFlags,
+        flags: types::DescriptorFlags,
+        access: Access,
+    ) -> FsResult<Option<Resource<Descriptor>>> {
+        use rustix::fs::{Mode, OFlags};
+        use rustix::io::Errno;
+        use std::os::unix::fs::MetadataExt;
+        use types::{DescriptorFlags as D, OpenFlags as O};
+        use wasmtime_wasi::OpenMode;
+        // What wasmtime-wasi refuses before it opens anything.
+        if flags
+            .intersects(D::FILE_INTEGRITY_SYNC | D::DATA_INTEGRITY_SYNC | D::REQUESTED_WRITE_SYNC)
+        {
+            return Err(ErrorCode::Unsupported.into());
+        }
+        if oflags.contains(O::DIRECTORY)
+            && oflags.intersects(O::CREATE | O::EXCLUSIVE | O::TRUNCATE)
+        {
+            return Err(ErrorCode::Invalid.into());
+        }
+        let write = oflags.intersects(O::CREATE | O::TRUNCATE) || flags.contains(D::WRITE);
+        let read = flags.contains(D::READ) || !flags.contains(D::WRITE);
+        let mut open_mode = OpenMode::empty();
+        let mut kflags = OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK | OFlags::NOFOLLOW;
+        match (read, write) {
+            (true, true) => kflags |= OFlags::RDWR,
+            (false, true) => kflags |= OFlags::WRONLY,
+            _ => kflags |= OFlags::RDONLY,
+        }
+        if read {
+            open_mode |= OpenMode::READ;
+        }
+        if write {
+            open_mode |= OpenMode::WRITE;
+        }
+        let exclusive = oflags.contains(O::CREATE) && oflags.contains(O::EXCLUSIVE);
+        if oflags.contains(O::CREATE) {
+            kflags |= OFlags::CREATE;
+            if exclusive {
+                kflags |= OFlags::EXCL;
+            }
+        }
+        if oflags.contains(O::DIRECTORY) {
+            kflags |= OFlags::DIRECTORY;
+        }
+        let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
+        let mut current = path.to_string();
+        let mut hops = 0;
+        let (opened, real, perms) = loop {
+            let at = match self.locate(fd, &current, access, Slot::First)? {
+                Reached::Here(at) => at,
+                Reached::Inner if hops == 0 => return Ok(None),
+                Reached::Inner => return Err(ErrorCode::Access.into()),
+            };
+            if write && at.perms.write_not_permitted() {
+                return Err(ErrorCode::NotPermitted.into());
+            }
+            // A trailing `/` asks for a directory and follows a final symlink.
+            let trailing = at.name.ends_with('/');
+            let mut k = kflags;
+            if trailing {
+                k |= OFlags::DIRECTORY;
+            }
+            match rustix::fs::openat(&at.dir, at.bare(), k, Mode::from_raw_mode(0o666)) {
+                Ok(opened) => break (opened, at.real, at.perms),
+                // The final component is a symlink (`O_DIRECTORY` makes that `not-directory`).
+                Err(e @ (Errno::LOOP | Errno::NOTDIR))
+                    if (follow || trailing)
+                        && !exclusive
+                        && (e == Errno::LOOP || is_symlink(&at.dir, at.bare())) =>
+                {
+                    hops += 1;
+                    if hops > MAX_SYMLINKS {
+                        return Err(ErrorCode::Loop.into());
+                    }
+                    let target = rustix::fs::readlinkat(&at.dir, at.bare(), Vec::new())
+                        .map_err(code)?
+                        .into_string()
+                        .map_err(|_| ErrorCode::IllegalByteSequence)?;
+                    // wasmtime-wasi refuses absolute symlinks as escapes.
+                    if target.starts_with('/') {
+                        return Err(ErrorCode::NotPermitted.into());
+                    }
+                    let lead = current.len() - at.name.len();
+                    current.truncate(lead);
+                    current.push_str(&target);
+                    if trailing {
+                        current.push('/');
+                    }
+                }
+                Err(e) => return Err(code(e)),
+            }
+        };
+        // One `statx` of what was opened: only regular files and directories, and no second
+        // name of a secret, before anything is truncated.
+        let file = std::fs::File::from(opened);
+        let meta = file.metadata().map_err(io_code)?;
+        let kind = meta.file_type();
+        if !(kind.is_file() || kind.is_dir()) {
+            return Err(ErrorCode::Access.into());
+        }
+        if kind.is_file() && self.linked(meta.dev(), meta.ino(), meta.nlink()) {
+            return Err(ErrorCode::Access.into());
+        }
+        if kind.is_file() && oflags.contains(O::TRUNCATE) {
+            file.set_len(0).map_err(io_code)?;
+        }
+        let blocking = super::wasi::BLOCKING_CURRENT_THREAD;
+        if kind.is_dir() {
+            let rel: Arc<str> = match real {
+                Some(real) => Arc::from(real),
+                None => Arc::from(self.guard.buf.as_str()),
+            };
+            let dir = wasmtime_wasi::filesystem::Dir::new(file, perms, open_mode, blocking);
+            let opened = self.inner.table.push(Descriptor::Dir(dir))?;
+            self.guard.dirs.insert(opened.rep(), DirPath::Guarded(rel));
+            return Ok(Some(opened));
+        }
+        let stat = (!write).then(|| file_stat(&meta));
+        let file = wasmtime_wasi::filesystem::File::new(file, perms, open_mode, blocking);
+        let opened = self.inner.table.push(Descriptor::File(file))?;
+        if let Some(stat) = stat {
+            self.guard.opened_stat = Some((opened.rep(), stat));
+        }
+        Ok(Some(opened))
+    }
+}
+
 /// Whether an open can create, change or remove anything.
 fn open_writes(oflags: types::OpenFlags, flags: types::DescriptorFlags) -> bool {
     oflags.intersects(
@@ -549,6 +997,16 @@ impl preopens::Host for GuardedFsView<'_> {
         if let Some(deny) = &self.guard.deny {
             for (fd, guest) in &dirs {
                 let path = match deny.preopen_rel(guest) {
+                    // A preopen below the root was opened by its host path, following any
+                    // symlink on it: it is judged by where it really is (one `readlink`).
+                    #[cfg(target_os = "linux")]
+                    Some(rel) if !rel.is_empty() => {
+                        match deny.real_rel(self.inner.table.get(fd)?, &rel) {
+                            None => DirPath::Guarded(rel),
+                            Some(Some(real)) => DirPath::Guarded(Arc::from(real)),
+                            Some(None) => DirPath::Refused,
+                        }
+                    }
                     Some(rel) => DirPath::Guarded(rel),
                     None => DirPath::Unguarded,
                 };
@@ -647,6 +1105,13 @@ impl HostDescriptor for GuardedFsView<'_> {
         fd: Resource<Descriptor>,
         path: String,
     ) -> FsResult<()> {
+        #[cfg(target_os = "linux")]
+        if let Reached::Here(at) = self.locate(&fd, &path, Access::Write, Slot::First)? {
+            at.writable()?;
+            let mode = rustix::fs::Mode::from_raw_mode(0o777);
+            return rustix::fs::mkdirat(&at.dir, at.name.as_str(), mode).map_err(code);
+        }
+        #[cfg(not(target_os = "linux"))]
         self.check(&fd, &path, Access::Write, Slot::First)?;
         HostDescriptor::create_directory_at(&mut self.inner, fd, path).await
     }
@@ -668,6 +1133,15 @@ impl HostDescriptor for GuardedFsView<'_> {
         path_flags: types::PathFlags,
         path: String,
     ) -> FsResult<types::DescriptorStat> {
+        #[cfg(target_os = "linux")]
+        {
+            let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
+            if let Some(object) = self.locate_object(&fd, &path, follow, Access::Read)? {
+                let meta = std::fs::File::from(object).metadata().map_err(io_code)?;
+                return Ok(object_stat(&meta));
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
         self.check(&fd, &path, Access::Read, Slot::First)?;
         HostDescriptor::stat_at(&mut self.inner, fd, path_flags, path).await
     }
@@ -680,6 +1154,39 @@ impl HostDescriptor for GuardedFsView<'_> {
         atim: types::NewTimestamp,
         mtim: types::NewTimestamp,
     ) -> FsResult<()> {
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::fs::{AtFlags, Timestamps};
+            let times = Timestamps {
+                last_access: timespec(atim)?,
+                last_modification: timespec(mtim)?,
+            };
+            // A final symlink itself is changed in its directory; what a path leads to is
+            // opened (`O_PATH`) and changed through its descriptor.
+            let follow =
+                path_flags.contains(types::PathFlags::SYMLINK_FOLLOW) || path.ends_with('/');
+            if !follow {
+                if let Reached::Here(at) = self.locate(&fd, &path, Access::Write, Slot::First)? {
+                    at.writable()?;
+                    return rustix::fs::utimensat(
+                        &at.dir,
+                        at.name.as_str(),
+                        &times,
+                        AtFlags::SYMLINK_NOFOLLOW,
+                    )
+                    .map_err(code);
+                }
+            } else if let Some(object) = self.locate_object(&fd, &path, true, Access::Write)? {
+                use std::os::fd::AsRawFd;
+                if self.guest_dir(&fd)?.1.write_not_permitted() {
+                    return Err(ErrorCode::NotPermitted.into());
+                }
+                let proc = format!("/proc/self/fd/{}", object.as_raw_fd());
+                return rustix::fs::utimensat(rustix::fs::CWD, proc, &times, AtFlags::empty())
+                    .map_err(code);
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
         self.check(&fd, &path, Access::Write, Slot::First)?;
         HostDescriptor::set_times_at(&mut self.inner, fd, path_flags, path, atim, mtim).await
     }
@@ -692,8 +1199,47 @@ impl HostDescriptor for GuardedFsView<'_> {
         new_descriptor: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
-        self.check(&fd, &old_path, Access::Write, Slot::First)?;
-        self.check(&new_descriptor, &new_path, Access::Write, Slot::Second)?;
+        #[cfg(target_os = "linux")]
+        {
+            let from = self.locate(&fd, &old_path, Access::Write, Slot::First)?;
+            let to = self.locate(&new_descriptor, &new_path, Access::Write, Slot::Second)?;
+            if let (Reached::Here(from), Reached::Here(to)) = (from, to) {
+                from.writable()?;
+                to.writable()?;
+                if old_path_flags.contains(types::PathFlags::SYMLINK_FOLLOW) {
+                    return Err(ErrorCode::Invalid.into());
+                }
+                if from.perms != to.perms {
+                    return Err(ErrorCode::NotPermitted.into());
+                }
+                // No second name for a second name of a secret.
+                use rustix::fs::AtFlags;
+                if let Ok(stat) =
+                    rustix::fs::statat(&from.dir, from.bare(), AtFlags::SYMLINK_NOFOLLOW)
+                {
+                    #[allow(clippy::unnecessary_cast)]
+                    let nlink = stat.st_nlink as u64;
+                    let regular = rustix::fs::FileType::from_raw_mode(stat.st_mode)
+                        == rustix::fs::FileType::RegularFile;
+                    if regular && self.linked(stat.st_dev, stat.st_ino, nlink) {
+                        return Err(ErrorCode::Access.into());
+                    }
+                }
+                return rustix::fs::linkat(
+                    &from.dir,
+                    from.name.as_str(),
+                    &to.dir,
+                    to.name.as_str(),
+                    AtFlags::empty(),
+                )
+                .map_err(code);
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            self.check(&fd, &old_path, Access::Write, Slot::First)?;
+            self.check(&new_descriptor, &new_path, Access::Write, Slot::Second)?;
+        }
         HostDescriptor::link_at(
             &mut self.inner,
             fd,
@@ -726,49 +1272,42 @@ impl HostDescriptor for GuardedFsView<'_> {
                 return Ok(opened);
             }
         }
+        // Everything else on a guarded descriptor: opened here on what was checked.
+        #[cfg(target_os = "linux")]
+        if guarded {
+            if let Some(opened) = self.open_here(&fd, &path, path_flags, oflags, flags, access)? {
+                return Ok(opened);
+            }
+        }
+        // Below: no `openat2` (or not Linux), or an unguarded descriptor.
         // Opening a FIFO blocks until a writer comes (and reading a device may never end),
         // inside a host call the epoch deadline cannot interrupt: only regular files,
         // directories and symlinks to them are opened.
-        let pre = if guarded {
-            self.precheck(&fd, &path)
-        } else {
-            Precheck::Unknown
-        };
-        // A regular file with several links reached the slow way: checked against the
-        // secrets' inodes once opened.
+        // A regular file with several links: checked against the secrets' inodes once opened.
         let mut several_links = false;
-        match pre {
-            Precheck::Refuse => return Err(ErrorCode::Access.into()),
-            Precheck::Plain(_) => {}
-            Precheck::Unknown => {
-                let probe = Resource::new_borrow(fd.rep());
-                match HostDescriptor::stat_at(&mut self.inner, probe, path_flags, path.clone())
-                    .await
-                {
-                    Ok(stat)
-                        if !matches!(
-                            stat.type_,
-                            types::DescriptorType::RegularFile | types::DescriptorType::Directory
-                        ) =>
-                    {
-                        return Err(ErrorCode::Access.into());
-                    }
-                    Ok(stat)
-                        if guarded
-                            && stat.type_ == types::DescriptorType::RegularFile
-                            && stat.link_count > 1 =>
-                    {
-                        // Its inode is not known before the open, and an open for writing
-                        // could truncate a secret: a write through a symlink (or on a kernel
-                        // without `openat2`) to a file with several links is refused.
-                        if access == Access::Write && self.guard.deny.is_some() {
-                            return Err(ErrorCode::Access.into());
-                        }
-                        several_links = true;
-                    }
-                    _ => {}
-                }
+        let probe = Resource::new_borrow(fd.rep());
+        match HostDescriptor::stat_at(&mut self.inner, probe, path_flags, path.clone()).await {
+            Ok(stat)
+                if !matches!(
+                    stat.type_,
+                    types::DescriptorType::RegularFile | types::DescriptorType::Directory
+                ) =>
+            {
+                return Err(ErrorCode::Access.into());
             }
+            Ok(stat)
+                if guarded
+                    && stat.type_ == types::DescriptorType::RegularFile
+                    && stat.link_count > 1 =>
+            {
+                // Its inode is not known before the open, and an open for writing could
+                // truncate a secret: a write to a file with several links is refused.
+                if access == Access::Write {
+                    return Err(ErrorCode::Access.into());
+                }
+                several_links = true;
+            }
+            _ => {}
         }
         let opened =
             HostDescriptor::open_at(&mut self.inner, fd, path_flags, path, oflags, flags).await?;
@@ -797,12 +1336,9 @@ impl HostDescriptor for GuardedFsView<'_> {
         let descriptor = self.inner.table.get(&opened)?;
         let is_dir = matches!(descriptor, Descriptor::Dir(_));
         #[cfg(target_os = "linux")]
-        let real = match (self.guard.deny.as_ref(), pre) {
-            // The path had no symlink a moment ago and what was opened is that same file: its
-            // real path is the lexical one, already checked.
-            (Some(_), Precheck::Plain(id)) if same_file(descriptor, id) => None,
-            (Some(deny), _) => deny.real_rel(descriptor, &self.guard.buf),
-            (None, _) => None,
+        let real = match self.guard.deny.as_ref() {
+            Some(deny) => deny.real_rel(descriptor, &self.guard.buf),
+            None => None,
         };
         #[cfg(not(target_os = "linux"))]
         let real: Option<Option<String>> = None;
@@ -849,6 +1385,18 @@ impl HostDescriptor for GuardedFsView<'_> {
     }
 
     async fn readlink_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<String> {
+        #[cfg(target_os = "linux")]
+        if let Reached::Here(at) = self.locate(&fd, &path, Access::Read, Slot::First)? {
+            // A trailing `/` would follow the link; the kernel answers `invalid` for it.
+            if at.name.ends_with('/') {
+                return Err(ErrorCode::Invalid.into());
+            }
+            return rustix::fs::readlinkat(&at.dir, at.name.as_str(), Vec::new())
+                .map_err(code)?
+                .into_string()
+                .map_err(|_| ErrorCode::IllegalByteSequence.into());
+        }
+        #[cfg(not(target_os = "linux"))]
         self.check(&fd, &path, Access::Read, Slot::First)?;
         HostDescriptor::readlink_at(&mut self.inner, fd, path).await
     }
@@ -858,6 +1406,13 @@ impl HostDescriptor for GuardedFsView<'_> {
         fd: Resource<Descriptor>,
         path: String,
     ) -> FsResult<()> {
+        #[cfg(target_os = "linux")]
+        if let Reached::Here(at) = self.locate(&fd, &path, Access::Write, Slot::First)? {
+            at.writable()?;
+            return rustix::fs::unlinkat(&at.dir, at.name.as_str(), rustix::fs::AtFlags::REMOVEDIR)
+                .map_err(code);
+        }
+        #[cfg(not(target_os = "linux"))]
         self.check(&fd, &path, Access::Write, Slot::First)?;
         HostDescriptor::remove_directory_at(&mut self.inner, fd, path).await
     }
@@ -869,8 +1424,30 @@ impl HostDescriptor for GuardedFsView<'_> {
         new_fd: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
-        self.check(&fd, &old_path, Access::Write, Slot::First)?;
-        self.check(&new_fd, &new_path, Access::Write, Slot::Second)?;
+        #[cfg(target_os = "linux")]
+        {
+            let from = self.locate(&fd, &old_path, Access::Write, Slot::First)?;
+            let to = self.locate(&new_fd, &new_path, Access::Write, Slot::Second)?;
+            if let (Reached::Here(from), Reached::Here(to)) = (from, to) {
+                from.writable()?;
+                to.writable()?;
+                if from.perms != to.perms {
+                    return Err(ErrorCode::NotPermitted.into());
+                }
+                return rustix::fs::renameat(
+                    &from.dir,
+                    from.name.as_str(),
+                    &to.dir,
+                    to.name.as_str(),
+                )
+                .map_err(code);
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            self.check(&fd, &old_path, Access::Write, Slot::First)?;
+            self.check(&new_fd, &new_path, Access::Write, Slot::Second)?;
+        }
         HostDescriptor::rename_at(&mut self.inner, fd, old_path, new_fd, new_path).await
     }
 
@@ -881,10 +1458,32 @@ impl HostDescriptor for GuardedFsView<'_> {
         dest_path: String,
     ) -> FsResult<()> {
         self.check_symlink_target(&fd, &src_path, &dest_path)?;
+        #[cfg(target_os = "linux")]
+        if let Reached::Here(at) = self.locate(&fd, &dest_path, Access::Write, Slot::First)? {
+            at.writable()?;
+            // Reached through a symlink: the target is judged again from where the link
+            // really is.
+            if let (Some(real), Some(deny)) = (&at.real, self.guard.deny.clone()) {
+                let dir = &real[..real.rfind('/').unwrap_or(0)];
+                join(&mut self.guard.buf2, dir, &src_path).map_err(|_| ErrorCode::Access)?;
+                if deny.denied(&self.guard.buf2, 0, Access::Write) {
+                    return Err(ErrorCode::Access.into());
+                }
+            }
+            return rustix::fs::symlinkat(src_path.as_str(), &at.dir, at.name.as_str())
+                .map_err(code);
+        }
         HostDescriptor::symlink_at(&mut self.inner, fd, src_path, dest_path).await
     }
 
     async fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        #[cfg(target_os = "linux")]
+        if let Reached::Here(at) = self.locate(&fd, &path, Access::Write, Slot::First)? {
+            at.writable()?;
+            return rustix::fs::unlinkat(&at.dir, at.name.as_str(), rustix::fs::AtFlags::empty())
+                .map_err(code);
+        }
+        #[cfg(not(target_os = "linux"))]
         self.check(&fd, &path, Access::Write, Slot::First)?;
         HostDescriptor::unlink_file_at(&mut self.inner, fd, path).await
     }
@@ -933,6 +1532,24 @@ impl HostDescriptor for GuardedFsView<'_> {
         path_flags: types::PathFlags,
         path: String,
     ) -> FsResult<types::MetadataHashValue> {
+        #[cfg(target_os = "linux")]
+        {
+            let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
+            if let Some(object) = self.locate_object(&fd, &path, follow, Access::Read)? {
+                use std::hash::{Hash, Hasher};
+                use std::os::unix::fs::MetadataExt;
+                let meta = std::fs::File::from(object).metadata().map_err(io_code)?;
+                // The identity hash wasmtime-wasi computes for `metadata-hash`.
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                (meta.dev(), meta.ino()).hash(&mut hasher);
+                let lower = hasher.finish();
+                return Ok(types::MetadataHashValue {
+                    lower,
+                    upper: lower ^ 4614256656552045848u64,
+                });
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
         self.check(&fd, &path, Access::Read, Slot::First)?;
         HostDescriptor::metadata_hash_at(&mut self.inner, fd, path_flags, path).await
     }
@@ -1274,6 +1891,129 @@ mod tests {
         );
         assert!(!root.join(".GIT").exists());
         assert!(!root.join("hooks").exists());
+    }
+
+    /// Everything under `dir`, not following symlinks: path -> contents (`dir` for
+    /// directories, `-> target` for symlinks).
+    fn listing(dir: &std::path::Path) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for entry in std::fs::read_dir(&d).unwrap() {
+                let path = entry.unwrap().path();
+                let rel = path.strip_prefix(dir).unwrap().display().to_string();
+                let meta = path.symlink_metadata().unwrap();
+                let what = if meta.is_dir() {
+                    stack.push(path.clone());
+                    "dir".to_string()
+                } else if meta.file_type().is_symlink() {
+                    format!("-> {}", std::fs::read_link(&path).unwrap().display())
+                } else {
+                    std::fs::read_to_string(&path).unwrap()
+                };
+                out.push((rel, what));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// Every path operation through a symlink to the state directory (`x2 -> .toolgate`, or
+    /// `src/up -> ..` then `x2`) is refused and leaves it exactly as it was; the same
+    /// operations through a symlink to an ordinary directory (`lnk -> src`) work.
+    #[tokio::test]
+    async fn operations_through_a_symlink_act_on_what_was_checked() {
+        let (_dir, root) = workspace();
+        std::os::unix::fs::symlink(".toolgate", root.join("x2")).unwrap();
+        std::os::unix::fs::symlink("src", root.join("lnk")).unwrap();
+        std::fs::write(root.join(".toolgate/grants.toml"), "# grants").unwrap();
+        std::fs::write(root.join(".toolgate/state.db"), "audit").unwrap();
+        std::fs::write(root.join("mine.txt"), "mine").unwrap();
+        let before = listing(&root.join(".toolgate"));
+        let ws = "/workspace";
+        let refused = json!([
+            {"op": "rename", "path": format!("{ws}/mine.txt"), "to": format!("{ws}/x2/grants.toml")},
+            {"op": "rename", "path": format!("{ws}/x2/grants.toml"), "to": format!("{ws}/stolen.toml")},
+            {"op": "rename", "path": format!("{ws}/mine.txt"), "to": format!("{ws}/src/up/x2/grants.toml")},
+            {"op": "remove", "path": format!("{ws}/x2/state.db")},
+            {"op": "remove", "path": format!("{ws}/src/up/x2/state.db")},
+            {"op": "rmdir", "path": format!("{ws}/x2/outputs")},
+            {"op": "mkdir", "path": format!("{ws}/x2/policy.toml")},
+            {"op": "mkdir", "path": format!("{ws}/x2/outputs/x")},
+            {"op": "symlink", "path": format!("{ws}/x2/evil"), "target": "../src"},
+            {"op": "link", "path": format!("{ws}/x2/hard"), "target": format!("{ws}/mine.txt")},
+            {"op": "link", "path": format!("{ws}/stolen"), "target": format!("{ws}/x2/grants.toml")},
+            {"op": "write", "path": format!("{ws}/x2/grants.toml")},
+            {"op": "write", "path": format!("{ws}/x2/new.toml")},
+            {"op": "write", "path": format!("{ws}/x2/outputs/call-1.txt")},
+            {"op": "stat", "path": format!("{ws}/x2/state.db")},
+            {"op": "stat-follow", "path": format!("{ws}/x2/state.db")},
+            {"op": "stat-follow", "path": format!("{ws}/x2/")},
+            {"op": "readlink", "path": format!("{ws}/x2/state.db")},
+            {"op": "read", "path": format!("{ws}/x2/grants.toml")},
+            {"op": "list", "path": format!("{ws}/x2")},
+            {"op": "write", "path": format!("{ws}/src/up/x2/grants.toml")},
+        ]);
+        let n = refused.as_array().unwrap().len();
+        let r = probe(&root, true, refused).await;
+        for (i, result) in r.iter().enumerate() {
+            assert!(!ok(&r, i), "{i}: {result}");
+            let detail = result["detail"].as_str().unwrap();
+            assert!(detail.contains("ermission denied"), "{i}: {result}");
+        }
+        assert_eq!(r.len(), n);
+        assert_eq!(listing(&root.join(".toolgate")), before);
+        assert!(!root.join("stolen.toml").exists() && !root.join("stolen").exists());
+        assert_eq!(
+            std::fs::read_to_string(root.join("mine.txt")).unwrap(),
+            "mine"
+        );
+
+        let r = probe(
+            &root,
+            true,
+            json!([
+                {"op": "mkdir", "path": format!("{ws}/lnk/made")},
+                {"op": "rename", "path": format!("{ws}/mine.txt"), "to": format!("{ws}/lnk/mine.txt")},
+                {"op": "stat", "path": format!("{ws}/lnk/mine.txt")},
+                {"op": "stat-follow", "path": format!("{ws}/lnk")},
+                {"op": "link", "path": format!("{ws}/lnk/hard.txt"), "target": format!("{ws}/lnk/mine.txt")},
+                {"op": "symlink", "path": format!("{ws}/lnk/l2"), "target": "lib.rs"},
+                {"op": "readlink", "path": format!("{ws}/lnk/l2")},
+                {"op": "read", "path": format!("{ws}/lnk/l2")},
+                {"op": "remove", "path": format!("{ws}/lnk/hard.txt")},
+                {"op": "rmdir", "path": format!("{ws}/lnk/made")},
+                {"op": "write", "path": format!("{ws}/lnk/w.txt")},
+                {"op": "read", "path": format!("{ws}/lnk/up/notes.txt")},
+                {"op": "write", "path": format!("{ws}/lnk/up/notes.txt")},
+                {"op": "stat", "path": format!("{ws}/x2")},
+                {"op": "read", "path": format!("{ws}/x2/outputs/call-1.txt")},
+                {"op": "rename", "path": format!("{ws}/lnk/w.txt"), "to": format!("{ws}/src/up/w2.txt")},
+            ]),
+        )
+        .await;
+        for (i, result) in r.iter().enumerate() {
+            assert!(ok(&r, i), "{i}: {result}");
+        }
+        assert_eq!(r[2]["detail"], "4 bytes");
+        assert_eq!(r[6]["detail"], "lib.rs");
+        assert_eq!(r[7]["detail"], "// lib");
+        assert_eq!(r[11]["detail"], "hello");
+        assert_eq!(r[14]["detail"], "saved");
+        assert_eq!(
+            std::fs::read_to_string(root.join("src/mine.txt")).unwrap(),
+            "mine"
+        );
+        assert!(!root.join("src/made").exists() && !root.join("src/hard.txt").exists());
+        assert_eq!(
+            std::fs::read_to_string(root.join("w2.txt")).unwrap(),
+            "probe"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("notes.txt")).unwrap(),
+            "probe"
+        );
+        assert_eq!(listing(&root.join(".toolgate")), before);
     }
 
     /// A hard link to a secret is the secret: not opened for reading or writing, by any path;
