@@ -179,7 +179,7 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
     if total == 0 {
         content.push_str(&format!(
             "No files match `{pattern}` under {}\n",
-            names::display(&base_rel)
+            escaped.show(&base_rel)
         ));
     } else if truncated {
         let why = if returned >= MAX_RESULTS {

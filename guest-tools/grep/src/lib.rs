@@ -453,7 +453,7 @@ impl<'a> Searcher<'a> {
         cur.pending_after = 0;
     }
 
-    fn finish(self, pattern: &str, start_rel: &str, walk_errors: usize) -> Report {
+    fn finish(mut self, pattern: &str, start_rel: &str, walk_errors: usize) -> Report {
         let exact = !self.stopped;
         let seen_text = if exact {
             format!("{}", self.seen)
@@ -476,7 +476,7 @@ impl<'a> Searcher<'a> {
                 "No matches for `{pattern}` in {} file{} searched under {}",
                 self.files_searched,
                 plural(self.files_searched),
-                names::display(start_rel)
+                self.escaped.show(start_rel)
             ));
             if self.binary_skipped > 0 {
                 content.push_str(&format!(

@@ -268,6 +268,7 @@ fn a_start_path_with_odd_name_is_quoted_in_the_no_match_note() {
         r.content,
         "No matches for `zzz` in 1 file searched under \"d\\x1b[2J\"\n"
     );
+    assert_eq!(r.data["escaped_names"], json!(["d\x1b[2J"]));
 }
 
 #[test]
