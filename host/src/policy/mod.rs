@@ -207,6 +207,8 @@ struct LimitsFile {
     output_bytes: Option<u64>,
     result_bytes: Option<u64>,
     stamp_bytes: Option<u64>,
+    ignore_patterns: Option<u64>,
+    ignore_bytes: Option<u64>,
 }
 
 #[derive(Deserialize, Default, Clone, Debug)]
@@ -669,6 +671,17 @@ impl Stack {
         let cur = lim.stamp_bytes;
         lower("[limits] stamp_bytes", l.stamp_bytes, cur, &mut |v| {
             lim.stamp_bytes = v
+        });
+        let cur = lim.ignore_patterns as u64;
+        lower(
+            "[limits] ignore_patterns",
+            l.ignore_patterns,
+            cur,
+            &mut |v| lim.ignore_patterns = usize::try_from(v).unwrap_or(usize::MAX),
+        );
+        let cur = lim.ignore_bytes as u64;
+        lower("[limits] ignore_bytes", l.ignore_bytes, cur, &mut |v| {
+            lim.ignore_bytes = usize::try_from(v).unwrap_or(usize::MAX)
         });
         let sh = &layer.shell;
         let cur = p.shell.auto_background_secs.unwrap_or(60);

@@ -20,6 +20,12 @@ pub struct Limits {
     /// Host-side files bigger than this (staleness stamps, history) are stamped by size,
     /// mtime and inode instead of content, and history keeps only that stamp (no content).
     pub stamp_bytes: u64,
+    /// Most ignore-file patterns (`.gitignore`, `.ignore`) one host walk compiles, across all
+    /// the files it reads; the rest are cut and the cut files named (`data.ignore_files_cut`).
+    pub ignore_patterns: usize,
+    /// Most bytes of ignore-file patterns one host walk compiles (also at most the memory limit
+    /// over what a compiled pattern byte costs).
+    pub ignore_bytes: usize,
 }
 
 impl Default for Limits {
@@ -30,6 +36,8 @@ impl Default for Limits {
             max_result_bytes: 16 << 20,
             max_output_bytes: 50 << 10,
             stamp_bytes: 64 << 20,
+            ignore_patterns: 20_000,
+            ignore_bytes: 4 << 20,
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimits,
@@ -352,8 +352,12 @@ impl Sandbox {
             .call_call(&mut store, input, context)
             .await
             .map_err(|e| classify(e, limits))?;
+        let cut = store.data().walk.ignore_files_cut();
         Ok(match result {
-            Ok(output) => {
+            Ok(mut output) => {
+                if !cut.is_empty() {
+                    output.data = with_ignore_files_cut(&output.data, cut);
+                }
                 let size = output.content.len() + output.data.len() + output.summary.len();
                 if size > limits.max_result_bytes {
                     return Err(Error::Limit {
@@ -391,6 +395,11 @@ impl Sandbox {
                 walk: walk::WalkScope {
                     preopens: caps.preopens.clone(),
                     deny: caps.deny.clone(),
+                    ignore_patterns: limits.ignore_patterns,
+                    ignore_bytes: limits.ignore_bytes,
+                    memory_bytes: limits.max_memory_bytes,
+                    deadline: Instant::now().checked_add(limits.timeout),
+                    cut: Arc::default(),
                 },
                 read_ahead_open: false,
             },
@@ -423,6 +432,27 @@ impl Sandbox {
         }
         Ok(store)
     }
+}
+
+/// The tool's `data` (a JSON text) with `ignore_files_cut`: the ignore files whose patterns
+/// the host walk cut at `[limits] ignore_patterns` / `ignore_bytes` or the deadline (the walk
+/// went on with the patterns it kept).
+fn with_ignore_files_cut(data: &str, cut: Vec<String>) -> String {
+    let mut value: serde_json::Value =
+        serde_json::from_str(data).unwrap_or(serde_json::Value::Null);
+    if !value.is_object() {
+        value = serde_json::json!({});
+    }
+    if let serde_json::Value::Object(map) = &mut value {
+        map.insert("ignore_files_cut".into(), serde_json::json!(cut));
+        map.insert(
+            "ignore_files_cut_hint".into(),
+            serde_json::json!(
+                "these ignore files had more patterns than [limits] ignore_patterns / ignore_bytes allow (or the deadline came first): the walk used the patterns before the cut, so some ignored files may be listed or searched; shorten the files or raise the limits in your own policy"
+            ),
+        );
+    }
+    value.to_string()
 }
 
 /// [`HasData`] for the `wasi:io` interfaces, which need only the resource table.

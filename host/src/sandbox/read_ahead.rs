@@ -7,10 +7,12 @@
 //! The host decides what is read, the same way it decides what the walk lists
 //! ([`super::walk`]): only below the call's own preopens, with the deny-list applied to real
 //! paths, ignore files and default ignores honoured, nothing followed through a symlink. A file
-//! is opened with `openat2(RESOLVE_NO_SYMLINKS)` on its canonical path, without blocking, and
-//! read only when what was opened is a regular file; anything else (a symlink, a FIFO, a file
-//! swapped by a racing process, an open error) is handed back as `not-read`, and the tool
-//! opens it through `wasi:filesystem`, where the filesystem guard decides as for any open.
+//! is opened with `openat(O_NOFOLLOW)` on the descriptor of the directory the walk listed it in
+//! (never by path), without blocking, and read only when what was opened is the regular file
+//! the listing named (its inode); a name that now is another file (exchanged or renamed over by
+//! a racing process) is skipped and counted as an error, and anything else (a symlink, a FIFO,
+//! an open error) is handed back as `not-read`, and the tool opens it through
+//! `wasi:filesystem`, where the filesystem guard decides as for any open.
 //!
 //! Bounded: one reader per call at a time, at most [`QUEUED`] batches of at most
 //! [`BATCH_BYTES`] waiting, files over [`MAX_READ_AHEAD_FILE`] left to the tool; `next` waits
@@ -20,7 +22,7 @@
 use super::fsguard::FsDeny;
 use super::walk::{WalkOptions, Walker};
 use crate::gate::scope::LinkSnapshot;
-use std::path::Path;
+use rustix::fd::{AsFd as _, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -118,13 +120,19 @@ impl ra::Host for super::CallState {
             .transpose()?;
         // The start is resolved and its first directory listed here, so a refused start is an
         // error of this call and not of the thread.
-        let walker = Walker::new(self.walk.clone(), &start, WalkOptions::default())?;
-        let stop = Arc::new(AtomicBool::new(false));
         let cancel = super::current_cancel_flag();
+        let walker = Walker::new_cancellable(
+            self.walk.clone(),
+            &start,
+            WalkOptions::default(),
+            cancel.as_deref(),
+        )?;
+        let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::sync_channel(QUEUED);
         let work = Work {
             deny: self.walk.deny.clone(),
             links: LinkSnapshot::default(),
+            swapped: 0,
             walker,
             include,
             max_file: options.max_file_bytes,
@@ -195,6 +203,8 @@ struct Work {
     deny: Option<Arc<FsDeny>>,
     /// The secrets' inodes for this reader, looked up on the first file with several links.
     links: LinkSnapshot,
+    /// Files that were no longer what the listing named when opened (counted as errors).
+    swapped: u32,
     include: Option<Include>,
     max_file: u64,
     stop: Arc<AtomicBool>,
@@ -239,9 +249,21 @@ impl Work {
                 deny.as_ref()
                     .is_some_and(|d| d.linked_secret(links, dev, ino, nlink))
             };
-            // A hard link to a secret is skipped like the secret itself.
-            let Some(contents) = read_plain(&found.host, self.max_file, &mut linked) else {
-                continue;
+            // A hard link to a secret is skipped like the secret itself; a name swapped since
+            // the listing is skipped and counted.
+            let contents = match read_plain(
+                found.dir.as_fd(),
+                &found.name,
+                (found.dev, found.ino),
+                self.max_file,
+                &mut linked,
+            ) {
+                Ok(contents) => contents,
+                Err(Skip::Secret) => continue,
+                Err(Skip::Swapped) => {
+                    self.swapped += 1;
+                    continue;
+                }
             };
             if let ra::Contents::Bytes(b) = &contents {
                 bytes += b.len();
@@ -252,8 +274,8 @@ impl Work {
                 contents,
             });
             if files.len() >= limit || bytes >= BATCH_BYTES || began.elapsed() >= BATCH_TIME {
-                let errors = self.walker.errors - reported;
-                reported = self.walker.errors;
+                let errors = self.walker.errors + self.swapped - reported;
+                reported = self.walker.errors + self.swapped;
                 let batch = ra::Batch {
                     files: std::mem::take(&mut files),
                     errors,
@@ -270,49 +292,62 @@ impl Work {
         }
         let _ = self.batches.send(ra::Batch {
             files,
-            errors: self.walker.errors - reported,
+            errors: self.walker.errors + self.swapped - reported,
             done: true,
         });
     }
 }
 
-/// Read the file at `path` (a canonical directory and a name) when it is plainly a regular
-/// file: opened with no symlink anywhere on the path and without blocking, judged by what was
-/// opened. One `openat2`, one `statx`, and for a file that does not change while it is read,
-/// one `read`. `None` when `linked(dev, ino, nlink)` says the file is a second name of a secret
-/// (asked only of files with several links; no system call of its own).
-#[cfg(target_os = "linux")]
+/// Why a file found by the walk is not handed to the tool at all.
+#[derive(Debug, PartialEq, Eq)]
+enum Skip {
+    /// A second name of a secret (a hard link).
+    Secret,
+    /// No longer the file the listing named (exchanged or renamed over since).
+    Swapped,
+}
+
+/// Read the file `name` of the directory open as `dir` when it is plainly the regular file the
+/// listing named (`listed`: the directory's filesystem and the listed inode): opened through
+/// the directory's descriptor, never following a symlink and without blocking, judged by what
+/// was opened. One `openat`, one `fstat`, and for a file that does not change while it is read,
+/// one `read`. [`Skip::Secret`] when `linked(dev, ino, nlink)` says the file is a second name
+/// of a secret (asked only of files with several links; no system call of its own).
 #[allow(clippy::unnecessary_cast)]
 fn read_plain(
-    path: &Path,
+    dir: BorrowedFd<'_>,
+    name: &str,
+    listed: (u64, u64),
     max_file: u64,
     linked: &mut dyn FnMut(u64, u64, u64) -> bool,
-) -> Option<ra::Contents> {
-    use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
-    let Ok(fd) = rustix::fs::openat2(
-        rustix::fs::CWD,
-        path,
-        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
+) -> Result<ra::Contents, Skip> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    let Ok(fd) = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::NOFOLLOW,
         Mode::empty(),
-        ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
     ) else {
-        return Some(ra::Contents::NotRead);
+        return Ok(ra::Contents::NotRead);
     };
     let Ok(stat) = rustix::fs::fstat(&fd) else {
-        return Some(ra::Contents::NotRead);
+        return Ok(ra::Contents::NotRead);
     };
+    if stat.st_dev as u64 == listed.0 && stat.st_ino as u64 != listed.1 {
+        return Err(Skip::Swapped);
+    }
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-        return Some(ra::Contents::NotRead);
+        return Ok(ra::Contents::NotRead);
     }
     if stat.st_nlink > 1 && linked(stat.st_dev as u64, stat.st_ino as u64, stat.st_nlink as u64) {
-        return None;
+        return Err(Skip::Secret);
     }
     let size = u64::try_from(stat.st_size).unwrap_or(0);
     if size > max_file {
-        return Some(ra::Contents::TooLarge(size));
+        return Ok(ra::Contents::TooLarge(size));
     }
     if size > MAX_READ_AHEAD_FILE {
-        return Some(ra::Contents::NotRead);
+        return Ok(ra::Contents::NotRead);
     }
     // One byte more than the size: a read that fills less than asked is at the end.
     let mut buf: Vec<u8> = Vec::with_capacity(size as usize + 1);
@@ -325,27 +360,18 @@ fn read_plain(
                 // The file grew while it was read.
                 let len = buf.len() as u64;
                 if len > max_file {
-                    return Some(ra::Contents::TooLarge(len));
+                    return Ok(ra::Contents::TooLarge(len));
                 }
                 if len > MAX_READ_AHEAD_FILE {
-                    return Some(ra::Contents::NotRead);
+                    return Ok(ra::Contents::NotRead);
                 }
                 buf.reserve(64 << 10);
             }
             Err(rustix::io::Errno::INTR) => {}
-            Err(_) => return Some(ra::Contents::NotRead),
+            Err(_) => return Ok(ra::Contents::NotRead),
         }
     }
-    Some(ra::Contents::Bytes(buf))
-}
-
-#[cfg(not(target_os = "linux"))]
-fn read_plain(
-    _path: &Path,
-    _max_file: u64,
-    _linked: &mut dyn FnMut(u64, u64, u64) -> bool,
-) -> Option<ra::Contents> {
-    Some(ra::Contents::NotRead)
+    Ok(ra::Contents::Bytes(buf))
 }
 
 #[cfg(test)]
@@ -366,8 +392,20 @@ mod tests {
             .status()
             .unwrap();
         assert!(status.success());
-        let read_plain = |p: &Path, max| {
-            read_plain(p, max, &mut |_, _, _| {
+        let dir = rustix::fs::openat(
+            rustix::fs::CWD,
+            &root,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        let listed = |p: &std::path::Path| {
+            use std::os::unix::fs::MetadataExt as _;
+            std::fs::symlink_metadata(p).map_or((0, 0), |m| (m.dev(), m.ino()))
+        };
+        let read_plain = |p: &std::path::Path, max| {
+            let name = p.file_name().unwrap().to_str().unwrap();
+            read_plain(dir.as_fd(), name, listed(p), max, &mut |_, _, _| {
                 panic!("asked about a file with one link")
             })
             .unwrap()
@@ -406,12 +444,19 @@ mod tests {
         // A file with several links is asked about once, and skipped when it is a secret's.
         std::fs::hard_link(root.join("a.txt"), root.join("b.txt")).unwrap();
         let mut asked = 0;
-        let got = super::read_plain(&root.join("b.txt"), 100, &mut |_, _, nlink| {
+        let b = listed(&root.join("b.txt"));
+        let got = super::read_plain(dir.as_fd(), "b.txt", b, 100, &mut |_, _, nlink| {
             asked += 1;
             nlink == 2
         });
-        assert!(got.is_none());
+        assert_eq!(got.unwrap_err(), Skip::Secret);
         assert_eq!(asked, 1);
+        // A name that is another file than the listing named is skipped, not read.
+        std::fs::write(root.join("secret.txt"), "SECRET").unwrap();
+        let plain = listed(&root.join("a.txt"));
+        std::fs::rename(root.join("secret.txt"), root.join("a.txt")).unwrap();
+        let got = super::read_plain(dir.as_fd(), "a.txt", plain, 100, &mut |_, _, _| false);
+        assert_eq!(got.unwrap_err(), Skip::Swapped);
     }
 
     /// The thread ends soon after the reader is dropped, whatever is left to read.
@@ -433,12 +478,14 @@ mod tests {
                 writable: false,
             }],
             deny: None,
+            ..WalkScope::default()
         };
         let (tx, rx) = mpsc::sync_channel(QUEUED);
         let work = Work {
             walker: Walker::new(scope, "/workspace", WalkOptions::default()).unwrap(),
             deny: None,
             links: LinkSnapshot::default(),
+            swapped: 0,
             include: None,
             max_file: 100,
             stop: Arc::new(AtomicBool::new(false)),

@@ -10,11 +10,26 @@
 //! same [`FsDeny`] the filesystem guard applies to `readdir`), and denied directories are not
 //! entered. Symlinks are listed as entries (the guest could list them too) but never followed.
 //!
+//! The host acts on what it checked: every directory is opened once, from its parent's
+//! descriptor, with `O_NOFOLLOW` (the start from the preopen's root, one component at a time),
+//! listed from that descriptor, and its children are entered and read (ignore files, and the
+//! read-ahead's files) by `openat` on it, never by path. An opened child must be the object the
+//! listing named (its inode is the listed one, on the same filesystem): a name exchanged or
+//! renamed over between the listing and the open (`renameat2(RENAME_EXCHANGE)` of `d` and
+//! `.aws`) is skipped and counted as an error, so nothing is read under a name that was judged
+//! for another object.
+//!
 //! The semantics are those of the guests' own walk (`guest-tools/sdk/src/walk.rs`, the `ignore`
 //! crate): hidden files included, `.ignore` then `.gitignore` honoured (each directory's and
 //! those of the start's parents that lie inside a preopen; a closer file wins, a `.ignore` match
 //! wins over any `.gitignore` match), no repository needed, no global excludes, default ignores
 //! pruned, the caller's extra globs pruned, names in byte order, depth first.
+//!
+//! Ignore files are host work inside the call's limits: a walk keeps at most
+//! `[limits] ignore_patterns` patterns and `ignore_bytes` bytes of them (fewer when the call's
+//! memory is small), compiles them in chunks and stops at the call's deadline or cancellation;
+//! a file whose patterns were cut is named (`data.ignore_files_cut`) and the walk goes on with
+//! the patterns it kept.
 //!
 //! Pages are bounded (entries, bytes and time) so a huge tree cannot fill the guest's memory or
 //! keep it in a host call past its deadline; a cut page says so and carries a resume point.
@@ -24,10 +39,12 @@ use super::wasi::Preopen;
 use crate::gate::scope::{Access, GUEST_ROOT};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::Match;
+use rustix::fd::{AsFd as _, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// The WIT bindings of `toolgate:fs@0.1.0`.
 pub(crate) mod bindings {
@@ -54,12 +71,54 @@ const PAGE_BYTES: usize = 8 << 20;
 const PAGE_TIME: Duration = Duration::from_secs(1);
 /// Larger ignore files are skipped (and counted as an error).
 const MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
+/// Patterns compiled at a time: the deadline and cancellation are checked between chunks (a
+/// compiled chunk is one matcher; a file of many chunks matches as one, the last match wins).
+const IGNORE_CHUNK: usize = 1024;
+/// Host memory a compiled ignore pattern costs, per byte of its text (measured: ~360 for
+/// patterns globset compiles to regexes, such as `dir-1/**/*.gen-1`; see the lib test
+/// `ignore_memory_per_byte`). The walk's byte budget keeps the compiled patterns within a
+/// quarter of the call's memory limit (512 MiB: ~370 KB of patterns).
+const IGNORE_MEMORY_PER_BYTE: usize = 360;
 
-/// What one call's walk may see: its preopens and deny-list.
-#[derive(Default, Clone)]
+/// What one call's walk may see: its preopens and deny-list; and the call's limits for ignore
+/// files.
+#[derive(Clone)]
 pub(crate) struct WalkScope {
     pub(crate) preopens: Vec<Preopen>,
     pub(crate) deny: Option<Arc<FsDeny>>,
+    /// Most ignore patterns one walk keeps (`[limits] ignore_patterns`).
+    pub(crate) ignore_patterns: usize,
+    /// Most bytes of ignore patterns one walk keeps (`[limits] ignore_bytes`).
+    pub(crate) ignore_bytes: usize,
+    /// The call's memory limit: the compiled patterns are counted against it.
+    pub(crate) memory_bytes: usize,
+    /// The call's deadline: compiling stops there.
+    pub(crate) deadline: Option<Instant>,
+    /// The ignore files whose patterns were cut, as the workspace names them (shared by the
+    /// call's walks; the sandbox puts them in the observation's `data.ignore_files_cut`).
+    pub(crate) cut: Arc<Mutex<Vec<String>>>,
+}
+
+impl Default for WalkScope {
+    fn default() -> Self {
+        let limits = super::Limits::default();
+        WalkScope {
+            preopens: Vec::new(),
+            deny: None,
+            ignore_patterns: limits.ignore_patterns,
+            ignore_bytes: limits.ignore_bytes,
+            memory_bytes: limits.max_memory_bytes,
+            deadline: None,
+            cut: Arc::default(),
+        }
+    }
+}
+
+impl WalkScope {
+    /// The ignore files cut so far in this call (each once, in the order they were met).
+    pub(crate) fn ignore_files_cut(&self) -> Vec<String> {
+        self.cut.lock().map(|c| c.clone()).unwrap_or_default()
+    }
 }
 
 impl w::Host for super::CallState {
@@ -73,24 +132,42 @@ impl w::Host for super::CallState {
 struct Start {
     /// Its canonical host path.
     host: PathBuf,
+    /// The canonical root of the outermost preopen holding it (the walk opens its way down
+    /// from there).
+    top: PathBuf,
     /// Its real workspace-relative path (for the deny-list), `None` when unguarded.
     real_rel: Option<String>,
     /// Its lexical workspace-relative path as the guest names it (for the extra globs).
     lexical_rel: String,
 }
 
+/// An open directory, shared by the walk and the entries found in it.
+pub(crate) type DirFd = Arc<OwnedFd>;
+
+/// One listed name.
+#[derive(Clone)]
+struct Child {
+    name: String,
+    kind: Kind,
+    /// The inode the listing gave (what an open of the name must find).
+    ino: u64,
+}
+
 /// One directory being listed.
 struct Dir {
+    fd: DirFd,
+    /// Its filesystem (an opened child on another one is a mount point, not a swap).
+    dev: u64,
     host: PathBuf,
     /// Path relative to the start (`""` for the start).
     sub: String,
     /// Real workspace-relative path (for the deny-list).
     real_rel: Option<String>,
     depth: u32,
-    children: Vec<(String, Kind)>,
+    children: Vec<Child>,
     next: usize,
-    ignore: Gitignore,
-    gitignore: Gitignore,
+    ignore: Matcher,
+    gitignore: Matcher,
     /// Whether this directory lies on the resume point's path (its children up to the
     /// resume point were returned already).
     on_resume: bool,
@@ -102,12 +179,60 @@ enum Kind {
     Other,
 }
 
+/// One ignore file's patterns, compiled in chunks (in file order).
+#[derive(Default)]
+struct Matcher(Vec<Gitignore>);
+
+impl Matcher {
+    /// The file's verdict: the last matching pattern's.
+    fn matched(&self, path: &Path, is_dir: bool) -> Match<()> {
+        for chunk in self.0.iter().rev() {
+            match chunk.matched(path, is_dir) {
+                Match::None => {}
+                Match::Ignore(_) => return Match::Ignore(()),
+                Match::Whitelist(_) => return Match::Whitelist(()),
+            }
+        }
+        Match::None
+    }
+}
+
+/// What a walk may still spend on ignore files.
+struct Budget {
+    patterns: usize,
+    bytes: usize,
+    deadline: Option<Instant>,
+}
+
+impl Budget {
+    fn new(scope: &WalkScope) -> Self {
+        Budget {
+            patterns: scope.ignore_patterns,
+            bytes: scope
+                .ignore_bytes
+                .min(scope.memory_bytes / 4 / IGNORE_MEMORY_PER_BYTE),
+            deadline: scope.deadline,
+        }
+    }
+
+    fn late(&self, cancel: Option<&std::sync::atomic::AtomicBool>) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+            || cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+    }
+}
+
 /// One entry a [`Walker`] found.
 pub(crate) struct Found {
     /// Path relative to the start, `/`-separated.
     pub(crate) sub: String,
-    /// The host path (below a canonical directory; the last component may be a symlink).
-    pub(crate) host: PathBuf,
+    /// The directory it was listed in (open it with `openat` on this, never by path).
+    pub(crate) dir: DirFd,
+    /// Its name in `dir`.
+    pub(crate) name: String,
+    /// The inode the listing gave: an open of `name` must find this one.
+    pub(crate) ino: u64,
+    /// The filesystem of `dir`.
+    pub(crate) dev: u64,
     pub(crate) is_dir: bool,
     /// Level below the start (the start's own entries are 1).
     pub(crate) depth: u32,
@@ -134,17 +259,30 @@ pub(crate) struct Walker {
     resume: Vec<String>,
     options: WalkOptions,
     /// Ignore matchers of the start's parents inside a preopen, outermost first.
-    parents: Vec<(Gitignore, Gitignore)>,
+    parents: Vec<(Matcher, Matcher)>,
     stack: Vec<Dir>,
-    /// Directories and ignore files that could not be read so far.
+    /// Directories and ignore files that could not be read so far (and names that no longer
+    /// were what the listing named when opened).
     pub(crate) errors: u32,
+    budget: Budget,
     real_buf: String,
+    listing_buf: Vec<std::mem::MaybeUninit<u8>>,
     visited: usize,
 }
 
 impl Walker {
     /// Start walking below `start` (a guest path), or say why it cannot be walked.
     pub(crate) fn new(scope: WalkScope, start: &str, options: WalkOptions) -> Result<Self, String> {
+        Self::new_cancellable(scope, start, options, None)
+    }
+
+    /// [`Walker::new`], stopping the ignore files' compilation when `cancel` is set.
+    pub(crate) fn new_cancellable(
+        scope: WalkScope,
+        start: &str,
+        options: WalkOptions,
+        cancel: Option<&std::sync::atomic::AtomicBool>,
+    ) -> Result<Self, String> {
         let start = scope.resolve(start)?;
         let extra = build_extra(&options.ignore);
         let resume: Vec<String> = options
@@ -158,35 +296,78 @@ impl Walker {
             })
             .unwrap_or_default();
         let mut errors = 0u32;
+        let mut budget = Budget::new(&scope);
         let use_ignore_files = !options.no_ignore_files;
-        let mut parents: Vec<(Gitignore, Gitignore)> = Vec::new();
-        if use_ignore_files {
-            let mut ancestors: Vec<&Path> = start
-                .host
-                .ancestors()
-                .skip(1)
-                .take_while(|a| scope.preopens.iter().any(|p| a.starts_with(&p.host)))
-                .collect();
-            ancestors.reverse();
-            for a in ancestors {
-                parents.push((
-                    scope.ignore_file(a, ".ignore", &mut errors),
-                    scope.ignore_file(a, ".gitignore", &mut errors),
-                ));
-            }
-        }
-        let children = read_children(&start.host).map_err(|e| {
+        let cannot = |e: std::io::Error| {
             format!(
                 "{} could not be listed: {e}",
                 display_rel(&start.lexical_rel)
             )
-        })?;
+        };
+        // Down from the outermost preopen's root to the start, one component at a time and
+        // never through a symlink, reading the parents' ignore files on the way.
+        let mut fd = open_root(&start.top).map_err(cannot)?;
+        let mut host = start.top.clone();
+        let mut parents: Vec<(Matcher, Matcher)> = Vec::new();
+        let below: Vec<String> = start
+            .host
+            .strip_prefix(&start.top)
+            .unwrap_or(Path::new(""))
+            .components()
+            .filter_map(|c| c.as_os_str().to_str().map(str::to_string))
+            .collect();
+        for part in &below {
+            if use_ignore_files {
+                let real = scope.real_rel_of(&host);
+                let dev = fstat_dev(&fd);
+                let mut read = |name: &str| {
+                    scope.ignore_file(
+                        IgnoreAt {
+                            dir: fd.as_fd(),
+                            dev,
+                            host: &host,
+                            real_rel: real.as_deref(),
+                            name,
+                            ino: None,
+                        },
+                        &mut errors,
+                        &mut budget,
+                        cancel,
+                    )
+                };
+                parents.push((read(".ignore"), read(".gitignore")));
+            }
+            fd = rustix::fs::openat(
+                &fd,
+                part.as_str(),
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| cannot(e.into()))?;
+            host.push(part);
+        }
+        let stat = rustix::fs::fstat(&fd).map_err(|e| cannot(e.into()))?;
+        let dev = stat.st_dev as u64;
+        let mut listing_buf = Vec::new();
+        let children = read_children(fd.as_fd(), &mut listing_buf).map_err(cannot)?;
+        let fd: DirFd = Arc::new(fd);
         let (ignore, gitignore) = if use_ignore_files {
-            scope.ignore_files(&start.host, &children, &mut errors)
+            scope.ignore_files(
+                &fd,
+                dev,
+                &start.host,
+                start.real_rel.as_deref(),
+                &children,
+                &mut errors,
+                &mut budget,
+                cancel,
+            )
         } else {
-            (Gitignore::empty(), Gitignore::empty())
+            (Matcher::default(), Matcher::default())
         };
         let stack = vec![Dir {
+            fd,
+            dev,
             ignore,
             gitignore,
             host: start.host.clone(),
@@ -206,7 +387,9 @@ impl Walker {
             parents,
             stack,
             errors,
+            budget,
             real_buf: String::new(),
+            listing_buf,
             visited: 0,
         })
     }
@@ -223,7 +406,7 @@ impl Walker {
     ) -> Result<Option<Found>, String> {
         let use_ignore_files = !self.options.no_ignore_files;
         while let Some(top) = self.stack.last_mut() {
-            let Some((name, kind)) = top.children.get(top.next).cloned() else {
+            let Some(Child { name, kind, ino }) = top.children.get(top.next).cloned() else {
                 self.stack.pop();
                 continue;
             };
@@ -282,6 +465,7 @@ impl Walker {
                 }
                 _ => None,
             };
+            let (parent, parent_dev) = (top.fd.clone(), top.dev);
             if use_ignore_files && ignored(&self.stack, &self.parents, &host, is_dir) {
                 continue;
             }
@@ -289,31 +473,56 @@ impl Walker {
             let mut found = None;
             if emit {
                 let mtime_ns = if self.options.with_mtime && !is_dir {
-                    std::fs::symlink_metadata(&host)
-                        .and_then(|m| m.modified())
+                    rustix::fs::statat(&*parent, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
                         .ok()
-                        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                        .and_then(|d| u64::try_from(d.as_nanos()).ok())
+                        .and_then(|s| {
+                            let secs = u64::try_from(s.st_mtime).ok()?;
+                            let nanos = u64::try_from(s.st_mtime_nsec).ok()?;
+                            secs.checked_mul(1_000_000_000)?.checked_add(nanos)
+                        })
                 } else {
                     None
                 };
                 found = Some(Found {
                     sub: sub.clone(),
-                    host: host.clone(),
+                    dir: parent.clone(),
+                    name: name.clone(),
+                    ino,
+                    dev: parent_dev,
                     is_dir,
                     depth,
                     mtime_ns,
                 });
             }
             if descend {
-                match read_children(&host) {
-                    Ok(children) => {
+                // Entered through the listed directory's descriptor, and only when the name
+                // still is the directory the listing named.
+                let opened = open_listed_dir(parent.as_fd(), &name, ino, parent_dev).and_then(
+                    |(fd, dev)| {
+                        let children = read_children(fd.as_fd(), &mut self.listing_buf)?;
+                        Ok((fd, dev, children))
+                    },
+                );
+                match opened {
+                    Ok((fd, dev, children)) => {
+                        let fd: DirFd = Arc::new(fd);
                         let (ignore, gitignore) = if use_ignore_files {
-                            self.scope.ignore_files(&host, &children, &mut self.errors)
+                            self.scope.ignore_files(
+                                &fd,
+                                dev,
+                                &host,
+                                real_rel.as_deref(),
+                                &children,
+                                &mut self.errors,
+                                &mut self.budget,
+                                cancel,
+                            )
                         } else {
-                            (Gitignore::empty(), Gitignore::empty())
+                            (Matcher::default(), Matcher::default())
                         };
                         self.stack.push(Dir {
+                            fd,
+                            dev,
                             host,
                             sub,
                             real_rel,
@@ -336,6 +545,18 @@ impl Walker {
     }
 }
 
+/// Where an ignore file is looked for.
+struct IgnoreAt<'a> {
+    dir: BorrowedFd<'a>,
+    dev: u64,
+    host: &'a Path,
+    real_rel: Option<&'a str>,
+    name: &'a str,
+    /// The inode the directory's listing gave it (`None` for the start's parents, which are
+    /// opened without a listing).
+    ino: Option<u64>,
+}
+
 impl WalkScope {
     fn list(
         &self,
@@ -355,7 +576,7 @@ impl WalkScope {
         page_entries: usize,
     ) -> Result<w::Listing, String> {
         let began = Instant::now();
-        let mut walker = Walker::new(
+        let mut walker = Walker::new_cancellable(
             self.clone(),
             start,
             WalkOptions {
@@ -365,6 +586,7 @@ impl WalkScope {
                 with_mtime: options.with_mtime,
                 resume: options.resume.clone(),
             },
+            cancel,
         )?;
         let mut listing = w::Listing {
             entries: Vec::new(),
@@ -478,105 +700,224 @@ impl WalkScope {
             }
             None => None,
         };
+        // The walk opens its way down from the outermost preopen holding the start (whose
+        // ignore files count as the start's parents').
+        let top = self
+            .preopens
+            .iter()
+            .filter_map(|p| p.host.canonicalize().ok())
+            .filter(|p| canonical.starts_with(p))
+            .min_by_key(|p| p.components().count())
+            .unwrap_or(root);
         Ok(Start {
             host: canonical,
+            top,
             real_rel,
             lexical_rel,
         })
     }
 
-    /// The `.ignore` and `.gitignore` matchers of directory `dir`, whose entries are
-    /// `children` (only names present there are looked at).
+    /// The workspace-relative path of the directory at `host` (a canonical path), for the
+    /// deny-list; `None` when there is no deny-list or it is not inside the workspace.
+    fn real_rel_of(&self, host: &Path) -> Option<String> {
+        let deny = self.deny.as_ref()?;
+        host.strip_prefix(deny.host_root())
+            .ok()?
+            .to_str()
+            .map(str::to_string)
+    }
+
+    /// The `.ignore` and `.gitignore` matchers of the directory open as `dir`, whose entries
+    /// are `children` (only names present there are looked at).
+    #[allow(clippy::too_many_arguments)]
     fn ignore_files(
         &self,
-        dir: &Path,
-        children: &[(String, Kind)],
+        dir: &DirFd,
+        dev: u64,
+        host: &Path,
+        real_rel: Option<&str>,
+        children: &[Child],
         errors: &mut u32,
-    ) -> (Gitignore, Gitignore) {
-        let mut read = |name: &str| {
-            if children
-                .binary_search_by(|(n, _)| n.as_str().cmp(name))
-                .is_ok()
-            {
-                self.ignore_file(dir, name, errors)
-            } else {
-                Gitignore::empty()
-            }
+        budget: &mut Budget,
+        cancel: Option<&std::sync::atomic::AtomicBool>,
+    ) -> (Matcher, Matcher) {
+        let mut read = |name: &str| match children.binary_search_by(|c| c.name.as_str().cmp(name)) {
+            Ok(i) => self.ignore_file(
+                IgnoreAt {
+                    dir: dir.as_fd(),
+                    dev,
+                    host,
+                    real_rel,
+                    name,
+                    ino: Some(children[i].ino),
+                },
+                errors,
+                budget,
+                cancel,
+            ),
+            Err(_) => Matcher::default(),
         };
         (read(".ignore"), read(".gitignore"))
     }
 
     /// One ignore file's matcher, read only when the guest could read it too: a regular file
-    /// (or a symlink to one) inside a preopen, not denied, not too large.
-    fn ignore_file(&self, dir: &Path, name: &str, errors: &mut u32) -> Gitignore {
-        let path = dir.join(name);
-        // Opened without blocking (a FIFO put there would otherwise hang the host call), then
-        // judged by what was actually opened: a regular file whose real path is inside a
-        // preopen and not denied, so a symlink or a swap cannot make the host read elsewhere.
-        let Some(file) = open_nonblocking(&path) else {
-            return Gitignore::empty();
+    /// (or a symlink to one) inside a preopen, not denied, not too large; and only as much of
+    /// it as the walk's budget still allows.
+    fn ignore_file(
+        &self,
+        at: IgnoreAt<'_>,
+        errors: &mut u32,
+        budget: &mut Budget,
+        cancel: Option<&std::sync::atomic::AtomicBool>,
+    ) -> Matcher {
+        let path = at.host.join(at.name);
+        let shown = match at.real_rel {
+            Some("") => at.name.to_string(),
+            Some(rel) => format!("{rel}/{}", at.name),
+            None => path.display().to_string(),
         };
-        let Ok(meta) = file.metadata() else {
-            return Gitignore::empty();
+        let Some(file) = self.open_ignore_file(&at, &path, &shown) else {
+            return Matcher::default();
         };
-        if !meta.is_file() {
-            return Gitignore::empty();
-        }
-        let Some(real) = real_path(&file, &path) else {
-            return Gitignore::empty();
+        let Ok(stat) = rustix::fs::fstat(&file) else {
+            return Matcher::default();
         };
-        let inside = self.preopens.iter().any(|p| real.starts_with(&p.host));
-        let allowed = inside
-            && match &self.deny {
-                Some(deny) => real
-                    .strip_prefix(deny.host_root())
-                    .ok()
-                    .and_then(Path::to_str)
-                    .is_some_and(|rel| !deny.denied(rel, 0, Access::Read)),
-                None => true,
-            };
-        if !allowed {
-            return Gitignore::empty();
-        }
-        if meta.len() > MAX_IGNORE_FILE_BYTES {
+        let size = u64::try_from(stat.st_size).unwrap_or(u64::MAX);
+        if size > MAX_IGNORE_FILE_BYTES {
             *errors += 1;
-            return Gitignore::empty();
+            return Matcher::default();
+        }
+        if budget.patterns == 0 || budget.bytes == 0 || budget.late(cancel) {
+            self.cut(shown);
+            return Matcher::default();
         }
         let mut text = Vec::new();
         {
             use std::io::Read as _;
-            if (&file)
+            let mut file = std::fs::File::from(file);
+            if (&mut file)
                 .take(MAX_IGNORE_FILE_BYTES + 1)
                 .read_to_end(&mut text)
                 .is_err()
                 || text.len() as u64 > MAX_IGNORE_FILE_BYTES
             {
                 *errors += 1;
-                return Gitignore::empty();
+                return Matcher::default();
             }
         }
-        let mut builder = GitignoreBuilder::new(dir);
         let text = String::from_utf8_lossy(&text);
+        let mut chunks = Vec::new();
+        let mut builder = GitignoreBuilder::new(at.host);
+        let mut in_chunk = 0usize;
+        let mut cut = false;
         for (i, line) in text.lines().enumerate() {
             let line = if i == 0 {
                 line.trim_start_matches('\u{feff}')
             } else {
                 line
             };
+            let pattern = !line.trim().is_empty() && !line.starts_with('#');
+            if !pattern {
+                continue;
+            }
+            if budget.patterns == 0 || line.len() + 1 > budget.bytes {
+                cut = true;
+                break;
+            }
+            budget.patterns -= 1;
+            budget.bytes -= line.len() + 1;
             if builder.add_line(Some(path.clone()), line).is_err() {
                 *errors += 1;
             }
+            in_chunk += 1;
+            if in_chunk == IGNORE_CHUNK {
+                chunks.push(builder.build().unwrap_or_else(|_| {
+                    *errors += 1;
+                    Gitignore::empty()
+                }));
+                builder = GitignoreBuilder::new(at.host);
+                in_chunk = 0;
+                if budget.late(cancel) {
+                    cut = true;
+                    break;
+                }
+            }
         }
-        builder.build().unwrap_or_else(|_| {
-            *errors += 1;
-            Gitignore::empty()
-        })
+        if in_chunk > 0 {
+            chunks.push(builder.build().unwrap_or_else(|_| {
+                *errors += 1;
+                Gitignore::empty()
+            }));
+        }
+        if cut {
+            self.cut(shown);
+        }
+        Matcher(chunks)
+    }
+
+    /// Open an ignore file through its directory's descriptor without blocking: the listed
+    /// file itself (a regular file, not denied); or, for a symlink, what it leads to when that
+    /// is a regular file whose real path is inside a preopen and not denied.
+    fn open_ignore_file(&self, at: &IgnoreAt<'_>, path: &Path, shown: &str) -> Option<OwnedFd> {
+        let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
+        match rustix::fs::openat(at.dir, at.name, flags | OFlags::NOFOLLOW, Mode::empty()) {
+            Ok(fd) => {
+                let stat = rustix::fs::fstat(&fd).ok()?;
+                if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+                    return None;
+                }
+                // Not what the listing named (swapped since): not read.
+                if at
+                    .ino
+                    .is_some_and(|ino| stat.st_dev as u64 == at.dev && stat.st_ino as u64 != ino)
+                {
+                    return None;
+                }
+                let allowed = match (&self.deny, at.real_rel) {
+                    (Some(deny), Some(_)) => !deny.denied(shown, 0, Access::Read),
+                    (Some(_), None) => false,
+                    (None, _) => true,
+                };
+                allowed.then_some(fd)
+            }
+            Err(rustix::io::Errno::LOOP) => {
+                // A symlink: judged by what was opened, so a swap cannot make the host read
+                // elsewhere.
+                let fd = rustix::fs::openat(at.dir, at.name, flags, Mode::empty()).ok()?;
+                let stat = rustix::fs::fstat(&fd).ok()?;
+                if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+                    return None;
+                }
+                let real = real_path(&fd, path)?;
+                let inside = self.preopens.iter().any(|p| real.starts_with(&p.host));
+                let allowed = inside
+                    && match &self.deny {
+                        Some(deny) => real
+                            .strip_prefix(deny.host_root())
+                            .ok()
+                            .and_then(Path::to_str)
+                            .is_some_and(|rel| !deny.denied(rel, 0, Access::Read)),
+                        None => true,
+                    };
+                allowed.then_some(fd)
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// Note that `shown`'s patterns were cut (once per call).
+    fn cut(&self, shown: String) {
+        if let Ok(mut cut) = self.cut.lock() {
+            if !cut.contains(&shown) && cut.len() < 64 {
+                cut.push(shown);
+            }
+        }
     }
 }
 
 /// Whether the ignore files of the walked directories and the start's parents skip `path`:
 /// the closest `.ignore` that has an opinion decides, else the closest `.gitignore`.
-fn ignored(stack: &[Dir], parents: &[(Gitignore, Gitignore)], path: &Path, is_dir: bool) -> bool {
+fn ignored(stack: &[Dir], parents: &[(Matcher, Matcher)], path: &Path, is_dir: bool) -> bool {
     let levels = || {
         stack
             .iter()
@@ -601,101 +942,123 @@ fn ignored(stack: &[Dir], parents: &[(Gitignore, Gitignore)], path: &Path, is_di
     false
 }
 
-/// A directory's entries in name order. Names that are not UTF-8 are left out (a WASI guest
-/// cannot name them either).
-///
-/// `dir` is a canonical path (the start was canonicalised and only real directories are
-/// descended into), so it has no symlink anywhere; it is opened so that any symlink on the way
-/// fails. A directory swapped for a symlink between its listing and its turn (by a process
-/// racing the walk) is then skipped instead of followed out of the workspace.
-#[cfg(target_os = "linux")]
-fn read_children(dir: &Path) -> std::io::Result<Vec<(String, Kind)>> {
-    use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
-    let fd = match rustix::fs::openat2(
-        rustix::fs::CWD,
-        dir,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-        ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
-    ) {
-        Ok(fd) => fd,
-        // No `openat2` (Linux before 5.6): the last component at least must not be a symlink.
-        Err(rustix::io::Errno::NOSYS) => rustix::fs::openat(
+/// Open the canonical directory `root` (a preopen's root) so that any symlink on the way
+/// fails.
+fn open_root(root: &Path) -> std::io::Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::ResolveFlags;
+        match rustix::fs::openat2(
             rustix::fs::CWD,
-            dir,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            root,
+            flags,
             Mode::empty(),
-        )?,
-        Err(e) => return Err(e.into()),
-    };
-    let listing = rustix::fs::Dir::new(fd)?;
+            ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+        ) {
+            Ok(fd) => return Ok(fd),
+            // No `openat2` (Linux before 5.6): the last component at least must not be a
+            // symlink.
+            Err(rustix::io::Errno::NOSYS) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(rustix::fs::openat(
+        rustix::fs::CWD,
+        root,
+        flags | OFlags::NOFOLLOW,
+        Mode::empty(),
+    )?)
+}
+
+fn fstat_dev(fd: &OwnedFd) -> u64 {
+    rustix::fs::fstat(fd).map_or(0, |s| s.st_dev as u64)
+}
+
+/// Open the directory `name` of `parent` (never following a symlink) when it still is the
+/// object the listing named: inode `ino`, unless it is a mount point (another filesystem than
+/// `parent_dev`, where the listed inode is the covered directory's). Its descriptor and
+/// filesystem.
+fn open_listed_dir(
+    parent: BorrowedFd<'_>,
+    name: &str,
+    ino: u64,
+    parent_dev: u64,
+) -> std::io::Result<(OwnedFd, u64)> {
+    let fd = rustix::fs::openat(
+        parent,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let stat = rustix::fs::fstat(&fd)?;
+    let dev = stat.st_dev as u64;
+    if dev == parent_dev && stat.st_ino as u64 != ino {
+        return Err(std::io::Error::other(format!(
+            "`{name}` was replaced while it was being listed"
+        )));
+    }
+    Ok((fd, dev))
+}
+
+/// The entries of the directory open as `dir`, in name order, each with its listed inode.
+/// Names that are not UTF-8 are left out (a WASI guest cannot name them either).
+fn read_children(
+    dir: BorrowedFd<'_>,
+    buf: &mut Vec<std::mem::MaybeUninit<u8>>,
+) -> std::io::Result<Vec<Child>> {
     let mut children = Vec::new();
-    for entry in listing {
-        let Ok(entry) = entry else { continue };
-        let Ok(name) = entry.file_name().to_str() else {
-            continue;
-        };
+    let mut push = |name: &std::ffi::CStr, file_type: FileType, ino: u64| {
+        let Ok(name) = name.to_str() else { return };
         if name == "." || name == ".." {
-            continue;
+            return;
         }
         // The entry's own type, never following a symlink: a symlink to a directory is not a
         // directory. Filesystems that do not report it are asked without following.
-        let is_dir = match entry.file_type() {
+        let is_dir = match file_type {
             FileType::Directory => true,
-            FileType::Unknown => {
-                std::fs::symlink_metadata(dir.join(name)).is_ok_and(|m| m.file_type().is_dir())
-            }
+            FileType::Unknown => rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::Directory),
             _ => false,
         };
-        children.push((
-            name.to_string(),
-            if is_dir { Kind::Dir } else { Kind::Other },
-        ));
-    }
-    children.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    Ok(children)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn read_children(dir: &Path) -> std::io::Result<Vec<(String, Kind)>> {
-    let mut children = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let Ok(entry) = entry else { continue };
-        let Ok(name) = entry.file_name().into_string() else {
-            continue;
-        };
-        // `file_type` does not follow symlinks: a symlink to a directory is not a directory.
-        let kind = match entry.file_type() {
-            Ok(t) if t.is_dir() => Kind::Dir,
-            _ => Kind::Other,
-        };
-        children.push((name, kind));
-    }
-    children.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    Ok(children)
-}
-
-/// Open `path` for reading without blocking on a FIFO.
-fn open_nonblocking(path: &Path) -> Option<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
+        children.push(Child {
+            name: name.to_string(),
+            kind: if is_dir { Kind::Dir } else { Kind::Other },
+            ino,
+        });
+    };
     #[cfg(target_os = "linux")]
     {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+        if buf.len() < 32 << 10 {
+            buf.resize(32 << 10, std::mem::MaybeUninit::uninit());
+        }
+        let mut listing = rustix::fs::RawDir::new(dir, buf.as_mut_slice());
+        while let Some(entry) = listing.next() {
+            let entry = entry?;
+            push(entry.file_name(), entry.file_type(), entry.ino());
+        }
     }
-    options.open(path).ok()
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = buf;
+        for entry in rustix::fs::Dir::read_from(dir)? {
+            let Ok(entry) = entry else { continue };
+            push(entry.file_name(), entry.file_type(), entry.ino());
+        }
+    }
+    children.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    Ok(children)
 }
 
 /// The real path of an open file (Linux: what the kernel says the descriptor is).
 #[cfg(target_os = "linux")]
-fn real_path(file: &std::fs::File, _path: &Path) -> Option<PathBuf> {
+fn real_path(file: &OwnedFd, _path: &Path) -> Option<PathBuf> {
     use std::os::fd::AsRawFd as _;
     std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
 }
 
 #[cfg(not(target_os = "linux"))]
-fn real_path(_file: &std::fs::File, path: &Path) -> Option<PathBuf> {
+fn real_path(_file: &OwnedFd, path: &Path) -> Option<PathBuf> {
     path.canonicalize().ok()
 }
 
@@ -790,6 +1153,7 @@ mod tests {
                 writable: false,
             }],
             deny: Some(Arc::new(FsDeny::new(Workspace::new(&root, &[]).unwrap()))),
+            ..WalkScope::default()
         };
         (dir, outside, root, scope)
     }
@@ -967,16 +1331,155 @@ mod tests {
         std::fs::create_dir(root.join("real")).unwrap();
         std::fs::write(root.join("real/a.txt"), "a").unwrap();
         std::os::unix::fs::symlink(outside.path(), root.join("swapped")).unwrap();
-        let names =
-            |p: &Path| read_children(p).map(|c| c.into_iter().map(|(n, _)| n).collect::<Vec<_>>());
+        let names = |p: &Path| {
+            open_root(p)
+                .and_then(|fd| read_children(fd.as_fd(), &mut Vec::new()))
+                .map(|c| c.into_iter().map(|c| c.name).collect::<Vec<_>>())
+        };
         assert_eq!(names(&root.join("real")).unwrap(), ["a.txt"]);
         assert!(names(&root.join("swapped")).is_err());
         std::os::unix::fs::symlink(root.join("real"), root.join("link-in")).unwrap();
         assert!(names(&root.join("link-in")).is_err());
-        let kinds = read_children(&root).unwrap();
-        assert!(kinds.iter().any(|(n, k)| n == "real" && *k == Kind::Dir));
+        let kinds = read_children(open_root(&root).unwrap().as_fd(), &mut Vec::new()).unwrap();
         assert!(kinds
             .iter()
-            .any(|(n, k)| n == "swapped" && *k == Kind::Other));
+            .any(|c| c.name == "real" && c.kind == Kind::Dir));
+        assert!(kinds
+            .iter()
+            .any(|c| c.name == "swapped" && c.kind == Kind::Other));
+    }
+
+    /// A directory exchanged with a secret one between its parent's listing and its turn is
+    /// not entered: the walk opens it from the listed parent's descriptor and finds another
+    /// inode than the listing named.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_directory_exchanged_after_the_listing_is_not_entered() {
+        let (_d, _o, root, scope) = fixture(None);
+        put(&root, "d/plain.txt", "");
+        put(&root, "src/.aws/credentials", "SECRET");
+        put(&root, ".aws/credentials", "SECRET");
+        put(&root, ".aws/secret-name", "");
+        let mut walker = Walker::new(scope.clone(), "/workspace", WalkOptions::default()).unwrap();
+        rustix::fs::renameat_with(
+            rustix::fs::CWD,
+            root.join("d"),
+            rustix::fs::CWD,
+            root.join(".aws"),
+            rustix::fs::RenameFlags::EXCHANGE,
+        )
+        .unwrap();
+        let mut seen = Vec::new();
+        while let Some(f) = walker.next(None).unwrap() {
+            seen.push(f.sub);
+        }
+        assert!(seen.contains(&"d".to_string()), "{seen:?}");
+        assert!(!seen.iter().any(|s| s.starts_with("d/")), "{seen:?}");
+        assert_eq!(walker.errors, 1);
+        // A fresh walk judges what is there now: the secret directory is `d` and is listed
+        // under that name; the plain one is `.aws` and is denied.
+        let l = scope.list("/workspace", &opts(), None).unwrap();
+        assert!(names(&l).contains(&"d/secret-name".to_string()));
+        assert!(!names(&l).contains(&"d/plain.txt".to_string()));
+    }
+
+    #[test]
+    fn ignore_patterns_past_the_budget_are_cut_and_named() {
+        let (_d, _o, _root, mut scope) = fixture(None);
+        // The root's `.gitignore` has two patterns; `src/.ignore` (`!keep.log`) and
+        // `src/b/.gitignore` are cut, so `*.log` now hides `src/keep.log` and `x.rs` is listed.
+        scope.ignore_patterns = 2;
+        let l = scope.list("/workspace/src", &opts(), None).unwrap();
+        assert_eq!(
+            names(&l),
+            [
+                ".ignore",
+                "b/",
+                "b/.gitignore",
+                "b/x.rs",
+                "b/y.rs",
+                "main.rs"
+            ]
+        );
+        assert_eq!(
+            scope.ignore_files_cut(),
+            ["src/.ignore", "src/b/.gitignore"]
+        );
+        // Bytes count too, across files.
+        let (_d, _o, _root, mut scope) = fixture(None);
+        scope.ignore_bytes = 8;
+        let l = scope.list("/workspace", &opts(), None).unwrap();
+        assert!(names(&l).contains(&"gen/".to_string()), "{:?}", names(&l));
+        assert!(!names(&l).contains(&"src/drop.log".to_string()));
+        assert_eq!(
+            scope.ignore_files_cut(),
+            [".gitignore", "src/.ignore", "src/b/.gitignore"]
+        );
+        // A past deadline keeps nothing.
+        let (_d, _o, _root, mut scope) = fixture(None);
+        scope.deadline = Some(Instant::now());
+        scope.list("/workspace", &opts(), None).unwrap();
+        assert_eq!(
+            scope.ignore_files_cut(),
+            [".gitignore", "src/.ignore", "src/b/.gitignore"]
+        );
+    }
+
+    /// A file of many chunks decides as one file: the last matching pattern wins.
+    #[test]
+    fn a_long_ignore_file_matches_as_one() {
+        let (_d, _o, root, scope) = fixture(None);
+        let mut text = String::from("*.txt\n");
+        for i in 0..(IGNORE_CHUNK * 2 + 10) {
+            text.push_str(&format!("zz{i}\n"));
+        }
+        text.push_str("!keep.txt\n");
+        put(&root, "long/.gitignore", &text);
+        put(&root, "long/keep.txt", "");
+        put(&root, "long/drop.txt", "");
+        let l = scope.list("/workspace/long", &opts(), None).unwrap();
+        assert_eq!(names(&l), [".gitignore", "keep.txt"]);
+        assert!(scope.ignore_files_cut().is_empty());
+    }
+
+    /// How much host memory compiled patterns take per byte of their text (printed; run with
+    /// `--ignored --nocapture`): the basis of [`IGNORE_MEMORY_PER_BYTE`].
+    #[cfg(target_os = "linux")]
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn ignore_memory_per_byte() {
+        let rss = || {
+            std::fs::read_to_string("/proc/self/status")
+                .unwrap()
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| {
+                    v.trim()
+                        .trim_end_matches(" kB")
+                        .trim()
+                        .parse::<usize>()
+                        .ok()
+                })
+                .unwrap()
+                * 1024
+        };
+        let mut text = String::new();
+        for i in 0..20_000 {
+            text.push_str(&format!("some/dir-{i}/**/*.generated-{i}\n"));
+        }
+        let before = rss();
+        let mut builder = GitignoreBuilder::new("/x");
+        for line in text.lines() {
+            builder.add_line(None, line).unwrap();
+        }
+        let g = builder.build().unwrap();
+        let after = rss();
+        println!(
+            "{} bytes of patterns: {} bytes of memory, {} per byte",
+            text.len(),
+            after - before,
+            (after - before) / text.len()
+        );
+        drop(g);
     }
 }
