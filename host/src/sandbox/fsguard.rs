@@ -2016,6 +2016,90 @@ mod tests {
         assert_eq!(listing(&root.join(".toolgate")), before);
     }
 
+    /// A directory exchanged (`RENAME_EXCHANGE`) with a symlink to the state directory over
+    /// and over while a guest on a writable root preopen writes, renames onto, makes and
+    /// removes entries below its name: nothing ever lands in `.toolgate/`.
+    #[tokio::test]
+    async fn a_swap_during_path_calls_changes_no_state() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::time::{Duration, Instant};
+        let (_dir, root) = workspace();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::os::unix::fs::symlink(".toolgate", root.join("sl")).unwrap();
+        let before = listing(&root.join(".toolgate"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let racer = {
+            let stop = stop.clone();
+            let dir = std::fs::File::open(&root).unwrap();
+            std::thread::spawn(move || {
+                let exchange = || {
+                    rustix::fs::renameat_with(
+                        &dir,
+                        "sub",
+                        &dir,
+                        "sl",
+                        rustix::fs::RenameFlags::EXCHANGE,
+                    )
+                    .unwrap()
+                };
+                let deadline = Instant::now() + Duration::from_secs(10);
+                let mut swaps = 0u64;
+                while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+                    exchange();
+                    swaps += 1;
+                }
+                if swaps % 2 == 1 {
+                    exchange();
+                }
+                swaps
+            })
+        };
+        let ws = "/workspace";
+        let mut ops = Vec::new();
+        for i in 0..100 {
+            ops.extend([
+                json!({"op": "write", "path": format!("{ws}/sub/policy.toml")}),
+                json!({"op": "mkdir", "path": format!("{ws}/sub/d{i}")}),
+                json!({"op": "write", "path": format!("{ws}/mine{i}.txt")}),
+                json!({"op": "rename", "path": format!("{ws}/mine{i}.txt"), "to": format!("{ws}/sub/grants.toml")}),
+                json!({"op": "symlink", "path": format!("{ws}/sub/l{i}"), "target": "x"}),
+                json!({"op": "remove", "path": format!("{ws}/sub/policy.toml")}),
+                json!({"op": "remove", "path": format!("{ws}/sub/grants.toml")}),
+                json!({"op": "remove", "path": format!("{ws}/sub/l{i}")}),
+                json!({"op": "rmdir", "path": format!("{ws}/sub/d{i}")}),
+            ]);
+        }
+        let ops = Value::Array(ops);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let mut calls = 0;
+        let mut written = 0;
+        let mut changed = None;
+        while Instant::now() < deadline {
+            let r = probe(&root, true, ops.clone()).await;
+            written += r
+                .iter()
+                .step_by(9)
+                .filter(|x| x["ok"] == json!(true))
+                .count();
+            calls += 1;
+            let now = listing(&root.join(".toolgate"));
+            if now != before {
+                changed = Some(now);
+                break;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let swaps = racer.join().unwrap();
+        assert!(swaps > 100, "only {swaps} swaps");
+        assert_eq!(changed, None, "after {calls} calls and {swaps} swaps");
+        // The race was real: some writes landed in the real directory, others were refused.
+        assert!(
+            written > 0 && written < calls * 100,
+            "{written} of {calls}00 written"
+        );
+        assert_eq!(listing(&root.join(".toolgate")), before);
+    }
+
     /// A hard link to a secret is the secret: not opened for reading or writing, by any path;
     /// a hard link between ordinary files works as before.
     #[tokio::test]
