@@ -1,12 +1,18 @@
 //! The approval broker (SPEC §5 stage 9): at most one open request per session, each bound to
 //! the exact input's hash and an expiry; the first answer from any surface wins and later ones
 //! are no-ops.
+//!
+//! A request belongs to the call that asked, not to any surface's id for it: when that call is
+//! cancelled the request is withdrawn at once ([`Broker::withdraw`], or the call's cancel flag
+//! seen while waiting), every surface is told ([`Approver::withdrawn`]), and a later answer
+//! finds nothing to approve.
 
 use crate::tools::Risk;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -70,25 +76,63 @@ pub type AnswerFuture = Pin<Box<dyn Future<Output = Option<Answer>> + Send>>;
 pub trait Approver: Send + Sync {
     /// Ask the user; `None` when the surface could not get an answer.
     fn ask(&self, request: ApprovalRequest) -> AnswerFuture;
+
+    /// `request` was withdrawn before it was answered (its call was cancelled): stop showing
+    /// it, say so if the user may still be looking at it, and end the future [`Approver::ask`]
+    /// returned. Any answer given from now on is a no-op. The default does nothing.
+    fn withdrawn(&self, request: &ApprovalRequest) {
+        let _ = request;
+    }
+}
+
+/// How a request ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Asked {
+    /// The first answer, from any surface.
+    Answered(Answer),
+    /// No answer before the expiry (counts as `deny`).
+    Expired,
+    /// The call was cancelled while it waited: nothing was approved.
+    Withdrawn,
+}
+
+/// How often a waiting request looks at its call's cancel flag.
+const CANCEL_POLL: Duration = Duration::from_millis(10);
+
+/// What ends a pending request early.
+enum Resolution {
+    Answer(Answer),
+    Withdrawn,
 }
 
 /// Routes requests to surfaces and answers back; first answer wins.
 #[derive(Default)]
 pub struct Broker {
-    pending: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
+    pending: Mutex<HashMap<String, oneshot::Sender<Resolution>>>,
     sessions: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl Broker {
-    /// Answer request `id`. Returns false (a no-op) when it was already answered or expired.
+    /// Answer request `id`. Returns false (a no-op) when it was already answered, withdrawn or
+    /// expired.
     pub fn answer(&self, id: &str, answer: Answer) -> bool {
+        self.resolve(id, Resolution::Answer(answer))
+    }
+
+    /// Withdraw request `id` (its call was cancelled): it ends as [`Asked::Withdrawn`], its
+    /// surfaces are told, and later answers are no-ops. False when it was no longer pending.
+    pub fn withdraw(&self, id: &str) -> bool {
+        self.resolve(id, Resolution::Withdrawn)
+    }
+
+    fn resolve(&self, id: &str, resolution: Resolution) -> bool {
         let sender = self
             .pending
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(id);
         match sender {
-            Some(tx) => tx.send(answer).is_ok(),
+            Some(tx) => tx.send(resolution).is_ok(),
             None => false,
         }
     }
@@ -104,43 +148,123 @@ impl Broker {
     }
 
     /// Ask through `surface` (and any other surface that calls [`Broker::answer`]), one request
-    /// at a time per session. `None` when the request expired unanswered.
+    /// at a time per session. While it waits, `cancel` (the asking call's cancel flag) is
+    /// watched: once it is set the request is withdrawn.
     pub async fn ask(
         self: &Arc<Self>,
         surface: Option<Arc<dyn Approver>>,
         request: ApprovalRequest,
         expiry: Duration,
-    ) -> Option<Answer> {
+        cancel: Option<Arc<AtomicBool>>,
+    ) -> Asked {
+        let is_cancelled = || cancel.as_ref().is_some_and(|f| f.load(Ordering::SeqCst));
         let lock = {
             let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
             sessions.entry(request.session.clone()).or_default().clone()
         };
         let _one_at_a_time = lock.lock().await;
-        let (tx, rx) = oneshot::channel();
+        // Cancelled while it queued behind another request: never shown.
+        if is_cancelled() {
+            return Asked::Withdrawn;
+        }
+        let (tx, mut rx) = oneshot::channel();
         self.pending
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(request.id.clone(), tx);
         let id = request.id.clone();
-        if let Some(surface) = surface {
+        if let Some(surface) = &surface {
             let broker = self.clone();
             let id = id.clone();
+            let asked = request.clone();
+            let surface = surface.clone();
             tokio::spawn(async move {
-                if let Some(answer) = surface.ask(request).await {
+                if let Some(answer) = surface.ask(asked).await {
                     broker.answer(&id, answer);
                 }
             });
         }
-        let answer = tokio::time::timeout(expiry, rx)
-            .await
-            .ok()
-            .and_then(Result::ok);
+        let watch_cancel = async {
+            match &cancel {
+                Some(flag) => {
+                    let mut tick = tokio::time::interval(CANCEL_POLL);
+                    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    while !flag.load(Ordering::SeqCst) {
+                        tick.tick().await;
+                    }
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let resolution = tokio::select! {
+            biased;
+            r = &mut rx => r.ok(),
+            _ = watch_cancel => Some(Resolution::Withdrawn),
+            _ = tokio::time::sleep(expiry) => None,
+        };
         self.pending
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&id);
-        answer
+        // An answer that raced the removal above is still in the channel: take it.
+        let resolution = resolution.or_else(|| rx.try_recv().ok());
+        match resolution {
+            Some(Resolution::Answer(a)) => Asked::Answered(a),
+            Some(Resolution::Withdrawn) => {
+                // The surface's own future ends when it sees this (an answer it still gets
+                // finds nothing pending).
+                if let Some(surface) = &surface {
+                    surface.withdrawn(&request);
+                }
+                Asked::Withdrawn
+            }
+            None => Asked::Expired,
+        }
     }
+}
+
+/// Whether `c` cannot be shown as itself in a name: a control character (newline, tab, ESC,
+/// DEL, C1), a bidi control or override, a line or paragraph separator, or an invisible
+/// joiner/marker. Any of these in a path could make a prompt read differently from what runs.
+fn unshowable(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{feff}'
+        )
+}
+
+/// A name (a path from the input, a key) as a prompt shows it, on one line and unambiguous.
+/// An ordinary name is returned unchanged. A name holding a control character, a bidi
+/// control, a line separator or an invisible marker (or starting with `"`) is shown quoted, with `\n`, `\t`, `\r`, `\x1b` (other ASCII controls
+/// likewise), `\u{202e}` (anything else), and `\\`, `\"` for a backslash and a quote, so a
+/// quoted name is always one that was escaped.
+pub fn escape_name(name: &str) -> std::borrow::Cow<'_, str> {
+    if !name.starts_with('"') && !name.chars().any(unshowable) {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let mut out = String::with_capacity(name.len() + 8);
+    out.push('"');
+    for c in name.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            c if (c as u32) < 0x80 && unshowable(c) => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c if unshowable(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    std::borrow::Cow::Owned(out)
 }
 
 /// Remove control characters and ANSI escape sequences so a prompt shows only plain text.
@@ -210,6 +334,41 @@ mod tests {
     }
 
     #[test]
+    fn ordinary_names_are_unchanged() {
+        for name in [
+            "src/a.txt",
+            "./",
+            "write:src/",
+            "dir with space/ü.rs",
+            "a\"b",
+            "a\\b",
+        ] {
+            assert_eq!(escape_name(name), name);
+        }
+    }
+
+    #[test]
+    fn names_with_controls_are_escaped_and_quoted() {
+        assert_eq!(escape_name("a\nb"), "\"a\\nb\"");
+        assert_eq!(escape_name("a\tb\r"), "\"a\\tb\\r\"");
+        assert_eq!(escape_name("x\u{1b}[31my"), "\"x\\x1b[31my\"");
+        assert_eq!(escape_name("del\u{7f}"), "\"del\\x7f\"");
+        assert_eq!(escape_name("abc\u{202e}txt.exe"), "\"abc\\u{202e}txt.exe\"");
+        assert_eq!(escape_name("a\u{2028}b"), "\"a\\u{2028}b\"");
+        assert_eq!(escape_name("nel\u{85}"), "\"nel\\u{85}\"");
+        assert_eq!(escape_name("zw\u{200b}j"), "\"zw\\u{200b}j\"");
+        // Once quoted, quotes and backslashes are escaped too, so the form is unambiguous.
+        assert_eq!(escape_name("a\\n\"\n"), "\"a\\\\n\\\"\\n\"");
+        // A name that looks quoted is quoted again.
+        assert_eq!(escape_name("\"a\\nb\""), "\"\\\"a\\\\nb\\\"\"");
+        // The result is one line of visible characters.
+        for name in ["a\nb", "\u{1b}]0;t\u{7}", "\u{2066}x\u{2069}"] {
+            let shown = escape_name(name);
+            assert!(!shown.chars().any(unshowable), "{shown}");
+        }
+    }
+
+    #[test]
     fn ansi_and_controls_are_removed() {
         assert_eq!(plain_text("a\u{1b}[31mred\u{1b}[0m b"), "ared b");
         assert_eq!(plain_text("x\u{1b}]0;title\u{7}y"), "xy");
@@ -221,8 +380,10 @@ mod tests {
     async fn first_answer_wins_and_later_ones_are_noops() {
         let broker = Arc::new(Broker::default());
         let b = broker.clone();
-        let task =
-            tokio::spawn(async move { b.ask(None, request("r1"), Duration::from_secs(5)).await });
+        let task = tokio::spawn(async move {
+            b.ask(None, request("r1"), Duration::from_secs(5), None)
+                .await
+        });
         while broker.pending().is_empty() {
             tokio::task::yield_now().await;
         }
@@ -230,15 +391,17 @@ mod tests {
         let second = broker.answer("r1", Answer::Once);
         assert!(first);
         assert!(!second);
-        assert_eq!(task.await.unwrap(), Some(Answer::Deny));
+        assert_eq!(task.await.unwrap(), Asked::Answered(Answer::Deny));
     }
 
     #[tokio::test]
     async fn racing_answers_exactly_one_wins() {
         let broker = Arc::new(Broker::default());
         let b = broker.clone();
-        let task =
-            tokio::spawn(async move { b.ask(None, request("r2"), Duration::from_secs(5)).await });
+        let task = tokio::spawn(async move {
+            b.ask(None, request("r2"), Duration::from_secs(5), None)
+                .await
+        });
         while broker.pending().is_empty() {
             tokio::task::yield_now().await;
         }
@@ -256,16 +419,78 @@ mod tests {
             .filter(|w| *w)
             .count();
         assert_eq!(wins, 1);
-        assert!(task.await.unwrap().is_some());
+        assert!(matches!(task.await.unwrap(), Asked::Answered(_)));
     }
 
     #[tokio::test]
     async fn unanswered_request_expires() {
         let broker = Arc::new(Broker::default());
         let answer = broker
-            .ask(None, request("r3"), Duration::from_millis(50))
+            .ask(None, request("r3"), Duration::from_millis(50), None)
             .await;
-        assert_eq!(answer, None);
+        assert_eq!(answer, Asked::Expired);
         assert!(!broker.answer("r3", Answer::Once));
+    }
+
+    /// Records what it was asked and what was withdrawn; never answers.
+    #[derive(Default)]
+    struct Silent {
+        withdrawn: Mutex<Vec<String>>,
+    }
+
+    impl Approver for Silent {
+        fn ask(&self, _request: ApprovalRequest) -> AnswerFuture {
+            Box::pin(std::future::pending())
+        }
+        fn withdrawn(&self, request: &ApprovalRequest) {
+            self.withdrawn.lock().unwrap().push(request.id.clone());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_withdrawn_request_approves_nothing_and_tells_the_surface() {
+        let broker = Arc::new(Broker::default());
+        let silent = Arc::new(Silent::default());
+        let (b, s) = (broker.clone(), silent.clone());
+        let task = tokio::spawn(async move {
+            b.ask(Some(s), request("r4"), Duration::from_secs(5), None)
+                .await
+        });
+        while broker.pending().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        assert!(broker.withdraw("r4"));
+        assert_eq!(task.await.unwrap(), Asked::Withdrawn);
+        assert!(
+            !broker.answer("r4", Answer::Once),
+            "a late answer is a no-op"
+        );
+        assert!(!broker.withdraw("r4"));
+        assert_eq!(*silent.withdrawn.lock().unwrap(), vec!["r4".to_string()]);
+    }
+
+    #[tokio::test]
+    async fn the_calls_cancel_flag_withdraws_its_request() {
+        let broker = Arc::new(Broker::default());
+        let silent = Arc::new(Silent::default());
+        let flag = Arc::new(AtomicBool::new(false));
+        let (b, s, f) = (broker.clone(), silent.clone(), flag.clone());
+        let task = tokio::spawn(async move {
+            b.ask(Some(s), request("r5"), Duration::from_secs(5), Some(f))
+                .await
+        });
+        while broker.pending().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        flag.store(true, Ordering::SeqCst);
+        assert_eq!(task.await.unwrap(), Asked::Withdrawn);
+        assert!(broker.pending().is_empty());
+        assert!(!broker.answer("r5", Answer::Once));
+        assert_eq!(silent.withdrawn.lock().unwrap().len(), 1);
+        // A call already cancelled is never asked.
+        let answer = broker
+            .ask(None, request("r6"), Duration::from_secs(5), Some(flag))
+            .await;
+        assert_eq!(answer, Asked::Withdrawn);
     }
 }

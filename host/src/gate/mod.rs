@@ -23,7 +23,7 @@ use crate::state::{redact, FileStamp, StateDb};
 use crate::tools::observation::cut_head_tail;
 use crate::tools::registry::{PathUse, RegisteredTool};
 use crate::tools::{Ceiling, Observation, Registry, Risk, Status, ToolInfo, Total};
-use approval::{plain_text, Answer, ApprovalRequest, Approver, Broker};
+use approval::{escape_name, plain_text, Answer, ApprovalRequest, Approver, Asked, Broker};
 use hooks::{HookEvent, HookVerdict};
 use scope::{Access, ScopedPath, Workspace, GUEST_ROOT, OUTPUTS_DIR};
 use serde_json::{json, Value};
@@ -399,6 +399,18 @@ impl Gate {
             .await
         {
             Err((decision, observation)) => {
+                events.push(("decision", decision_event(&decision, &observation)));
+                observation
+            }
+            // Cancelled between the decision and the start (e.g. as its approval came): a
+            // cancelled call never starts.
+            Ok(prepared) if call_cancelled() => {
+                let (decision, observation) = cancelled(
+                    tool_name,
+                    &call_id,
+                    prepared.decision.stage,
+                    "the call was cancelled before it started; nothing ran",
+                );
                 events.push(("decision", decision_event(&decision, &observation)));
                 observation
             }
@@ -999,7 +1011,21 @@ impl Gate {
             choices: choices.clone(),
             expires_in_secs: expiry.as_secs(),
         };
-        let answer = self.broker.ask(Some(approver), request, expiry).await;
+        let cancel = crate::sandbox::current_cancel_flag();
+        let answer = match self
+            .broker
+            .ask(Some(approver), request, expiry, cancel.clone())
+            .await
+        {
+            Asked::Withdrawn => return Err(cancelled(name, call_id, "ask", &format!("the call was cancelled while it waited for approval of `{key_text}`; the request was withdrawn and nothing ran"))),
+            // The call was cancelled as the answer came: the answer approves nothing (no grant
+            // is saved either).
+            Asked::Answered(_) if cancel.as_ref().is_some_and(|f| f.load(Ordering::SeqCst)) => {
+                return Err(cancelled(name, call_id, "ask", &format!("the call was cancelled as `{key_text}` was approved; the approval was not used and nothing ran")))
+            }
+            Asked::Answered(a) => Some(a),
+            Asked::Expired => None,
+        };
         match answer {
             Some(a) if !choices.contains(&a) => {
                 if a == Answer::Project && info.ceiling == Ceiling::Session {
@@ -1627,6 +1653,30 @@ fn deny(
     (Decision::new("deny", stage, source), o)
 }
 
+/// A call cancelled before it started (while it waited for approval, or as it was decided):
+/// nothing ran, and the audit says `cancelled`, not `allow`.
+fn cancelled(
+    tool: &str,
+    call_id: &str,
+    stage: &'static str,
+    message: &str,
+) -> (Decision, Observation) {
+    let mut o = Observation::error(
+        tool,
+        call_id,
+        "cancelled",
+        message.to_string(),
+        Some("call again if it is still wanted".into()),
+    );
+    o.stage = Some(stage.into());
+    (Decision::new("cancelled", stage, "client".into()), o)
+}
+
+/// Whether the call running in this task was cancelled (see [`crate::sandbox::cancellable`]).
+fn call_cancelled() -> bool {
+    crate::sandbox::current_cancel_flag().is_some_and(|f| f.load(Ordering::SeqCst))
+}
+
 fn error_decision(o: Observation) -> (Decision, Observation) {
     let stage: &'static str = match o.stage.as_deref() {
         Some("scope") => "scope",
@@ -1667,14 +1717,14 @@ fn key_for(info: &ToolInfo, paths: &[(String, PathUse, ScopedPath)]) -> CallKey 
 
 /// What the user is asked to approve: the tool, where, and the exact input.
 fn describe_call(info: &ToolInfo, v: &Validated) -> String {
-    let mut text = format!("{} ({} tool)", info.name, info.risk.as_str());
+    let mut text = format!("{} ({} tool)", escape_name(&info.name), info.risk.as_str());
     for (field, usage, p) in &v.paths {
         let verb = match usage {
             PathUse::Read => "reads",
             PathUse::Write if p.host.exists() => "overwrites/changes",
             PathUse::Write => "creates",
         };
-        text.push_str(&format!("\n  {verb} {} ({field})", p.rel));
+        text.push_str(&format!("\n  {verb} {} ({field})", escape_name(&p.rel)));
     }
     let mut input = serde_json::to_string_pretty(&v.input).unwrap_or_default();
     if input.len() > 4000 {

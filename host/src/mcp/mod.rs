@@ -16,9 +16,14 @@
 //! - **Approvals** go through `elicitation/create` when the client declared the elicitation
 //!   capability ([`elicit::ElicitApprover`]); otherwise the gate is headless for that
 //!   connection and denies with a hint.
-//! - **Cancellation**: `notifications/cancelled` sets the call's cancel flag, which the sandbox
-//!   checks at every epoch tick (10 ms), so a running guest is interrupted; a call waiting for an
-//!   approval is dropped (its request then expires unanswered).
+//! - **Cancellation** ends the call, not the id: `notifications/cancelled` sets the call's
+//!   cancel flag, which the sandbox checks at every epoch tick (10 ms), so a running guest is
+//!   interrupted. A call waiting for an approval has it withdrawn at once: the broker drops the
+//!   request (a later answer from any surface is a no-op), the client is sent
+//!   `notifications/cancelled` for the elicitation, and the call ends `cancelled` without
+//!   running (audited as `cancelled`). On stdio every request is known inside by an id of its
+//!   own, so a request reusing a cancelled call's id is answered for itself and never gets (or
+//!   revives) the cancelled call's answer.
 //! - **Progress**: when the request carries a `progressToken`, a progress notification is sent
 //!   every second while the call runs (elapsed seconds; tools report no finer progress yet).
 //!
@@ -183,11 +188,15 @@ impl McpConnection {
         let elicits = peer
             .peer_info()
             .is_some_and(|info| info.capabilities.elicitation.is_some());
-        let approver: Option<Arc<dyn Approver>> = if elicits {
-            Some(Arc::new(elicit::ElicitApprover::new(peer.clone())))
-        } else {
-            None
-        };
+        // One approver per call: its approvals belong to this call, whatever id the client
+        // gave the request.
+        let elicit = elicits.then(|| {
+            let ct = context.ct.clone();
+            Arc::new(
+                elicit::ElicitApprover::new(peer.clone()).with_cancelled(move || ct.is_cancelled()),
+            )
+        });
+        let approver = elicit.clone().map(|a| a as Arc<dyn Approver>);
         let cancel = Arc::new(AtomicBool::new(false));
         let call = crate::sandbox::cancellable(
             cancel.clone(),
@@ -203,11 +212,21 @@ impl McpConnection {
         let mut cancelled_at: Option<Instant> = None;
         let observation = loop {
             tokio::select! {
-                observation = &mut call => break Some(observation),
+                // The cancellation first: an approval answered after it was sent approves
+                // nothing, even when both are ready at once.
+                biased;
                 _ = context.ct.cancelled(), if cancelled_at.is_none() => {
                     cancel.store(true, Ordering::SeqCst);
                     cancelled_at = Some(Instant::now());
+                    // Withdraw its pending approval at once: the elicitation is cancelled at
+                    // the client, and any answer from any surface finds nothing to approve.
+                    if let Some(elicit) = &elicit {
+                        for id in elicit.void() {
+                            gate.broker().withdraw(&id);
+                        }
+                    }
                 }
+                observation = &mut call => break Some(observation),
                 _ = tick.tick() => {
                     if cancelled_at.is_some_and(|at| at.elapsed() >= CANCEL_GRACE) {
                         break None;
@@ -429,9 +448,11 @@ mod tests {
 /// answer). Answers to bad lines go through the same writer as rmcp's messages, one whole line
 /// at a time, so the two never interleave.
 mod stdio {
+    use rmcp::model::{ClientNotification, JsonRpcMessage, NumberOrString, RequestId};
     use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
     use rmcp::transport::Transport;
     use serde_json::{json, Value};
+    use std::collections::HashMap;
     use std::sync::Arc;
     use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
     use tokio::sync::Mutex;
@@ -454,6 +475,79 @@ mod stdio {
         write: Arc<Mutex<W>>,
         /// Answers to bad lines still being written.
         answering: Vec<JoinHandle<()>>,
+        ids: Ids,
+    }
+
+    /// The client's request ids, each replaced inside by one of our own (`toolgate-<n>`, never
+    /// reused): rmcp keys in-flight requests by id, so without this a request that reuses a
+    /// cancelled call's id would be answered with that call's late answer (or lose its own).
+    /// A cancellation names the latest request with that id; answers get the client's id back.
+    #[derive(Default)]
+    pub(super) struct Ids {
+        next: u64,
+        /// Our id -> the client's, for requests not yet answered.
+        client: HashMap<Arc<str>, RequestId>,
+        /// The client's id -> ours, for the latest request in flight with that id.
+        ours: HashMap<RequestId, Arc<str>>,
+    }
+
+    impl Ids {
+        /// A message from the client as rmcp gets it; `None`: drop it (a cancellation of no
+        /// request in flight).
+        pub(super) fn inbound(
+            &mut self,
+            mut m: RxJsonRpcMessage<RoleServer>,
+        ) -> Option<RxJsonRpcMessage<RoleServer>> {
+            match &mut m {
+                JsonRpcMessage::Request(r) => {
+                    self.next += 1;
+                    let ours: Arc<str> = format!("toolgate-{}", self.next).into();
+                    let theirs = std::mem::replace(&mut r.id, NumberOrString::String(ours.clone()));
+                    self.client.insert(ours.clone(), theirs.clone());
+                    self.ours.insert(theirs, ours);
+                }
+                JsonRpcMessage::Notification(n) => {
+                    if let ClientNotification::CancelledNotification(c) = &mut n.notification {
+                        let theirs = c.params.request_id.take()?;
+                        // The cancelled call is unreachable by its id from now on: its answer
+                        // is dropped, and a new request with the id is a new call.
+                        let ours = self.ours.remove(&theirs)?;
+                        self.client.remove(&ours);
+                        c.params.request_id = Some(NumberOrString::String(ours));
+                    }
+                }
+                JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
+            }
+            Some(m)
+        }
+
+        /// A message to the client; `None`: drop it (an answer to no request in flight).
+        pub(super) fn outbound(
+            &mut self,
+            mut m: TxJsonRpcMessage<RoleServer>,
+        ) -> Option<TxJsonRpcMessage<RoleServer>> {
+            let id = match &mut m {
+                JsonRpcMessage::Response(r) => &mut r.id,
+                JsonRpcMessage::Error(e) => match &mut e.id {
+                    Some(id) => id,
+                    None => return Some(m),
+                },
+                JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => return Some(m),
+            };
+            let NumberOrString::String(ours) = &*id else {
+                tracing::debug!(%id, "dropping an answer to an id no client request has");
+                return None;
+            };
+            let Some(theirs) = self.client.remove(ours) else {
+                tracing::debug!(%id, "dropping an answer to a request no longer in flight");
+                return None;
+            };
+            if self.ours.get(&theirs) == Some(ours) {
+                self.ours.remove(&theirs);
+            }
+            *id = theirs;
+            Some(m)
+        }
     }
 
     impl<R, W> LineTransport<R, W>
@@ -468,6 +562,7 @@ mod stdio {
                 discarding: false,
                 write: Arc::new(Mutex::new(write)),
                 answering: Vec::new(),
+                ids: Ids::default(),
             }
         }
 
@@ -599,7 +694,9 @@ mod stdio {
             item: TxJsonRpcMessage<RoleServer>,
         ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
             let write = self.write.clone();
+            let item = self.ids.outbound(item);
             async move {
+                let Some(item) = item else { return Ok(()) };
                 let mut bytes = serde_json::to_vec(&item)?;
                 bytes.push(b'\n');
                 write_line(&write, &bytes).await
@@ -625,7 +722,11 @@ mod stdio {
                 let parsed = parse(&self.line);
                 self.line.clear();
                 match parsed {
-                    Line::Message(m) => return Some(*m),
+                    Line::Message(m) => {
+                        if let Some(m) = self.ids.inbound(*m) {
+                            return Some(m);
+                        }
+                    }
                     Line::Skip => {}
                     Line::Bad(id, code, message) => self.answer(id, code, message),
                 }
@@ -755,6 +856,70 @@ mod stdio {
             assert_eq!(id(r#"{"jsonrpc":"2.0","id":12"#), Value::Null, "maybe 123");
             assert_eq!(id(r#"{"id":null,"#), Value::Null);
             assert_eq!(id(r#"[{"id":1}"#), Value::Null);
+        }
+
+        fn rx(v: Value) -> RxJsonRpcMessage<RoleServer> {
+            serde_json::from_value(v).unwrap()
+        }
+
+        fn answer(id: &Value) -> TxJsonRpcMessage<RoleServer> {
+            serde_json::from_value(json!({"jsonrpc":"2.0","id":id,"result":{}})).unwrap()
+        }
+
+        fn id_of<T: serde::Serialize>(m: &T) -> Value {
+            let v = serde_json::to_value(m).unwrap();
+            if v.get("method") == Some(&json!("notifications/cancelled")) {
+                return v["params"]["requestId"].clone();
+            }
+            v["id"].clone()
+        }
+
+        #[test]
+        fn a_reused_id_is_a_new_request_and_the_cancelled_one_stays_cancelled() {
+            let mut ids = Ids::default();
+            let call = ids
+                .inbound(rx(json!({"jsonrpc":"2.0","id":5,"method":"ping"})))
+                .unwrap();
+            let first = id_of(&call);
+            assert_ne!(first, json!(5));
+            let cancel = ids
+                .inbound(rx(
+                    json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+                    "params":{"requestId":5}}),
+                ))
+                .unwrap();
+            assert_eq!(id_of(&cancel), first, "the cancellation names our id");
+            let again = ids
+                .inbound(rx(json!({"jsonrpc":"2.0","id":5,"method":"ping"})))
+                .unwrap();
+            let second = id_of(&again);
+            assert_ne!(second, first);
+            // The cancelled call's late answer goes nowhere; the new request's gets id 5.
+            assert!(ids.outbound(answer(&first)).is_none());
+            assert_eq!(id_of(&ids.outbound(answer(&second)).unwrap()), json!(5));
+            assert!(ids.outbound(answer(&second)).is_none(), "answered once");
+            // A cancellation of nothing in flight (or of one of our own ids) is dropped.
+            assert!(ids
+                .inbound(rx(
+                    json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+                    "params":{"requestId":5}})
+                ))
+                .is_none());
+            assert!(ids
+                .inbound(rx(
+                    json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+                    "params":{"requestId":second}})
+                ))
+                .is_none());
+            // String ids come back as strings.
+            let s = ids
+                .inbound(rx(json!({"jsonrpc":"2.0","id":"a","method":"ping"})))
+                .unwrap();
+            assert_eq!(
+                id_of(&ids.outbound(answer(&id_of(&s))).unwrap()),
+                json!("a")
+            );
+            assert!(ids.client.is_empty() && ids.ours.is_empty());
         }
 
         #[test]
