@@ -20,10 +20,10 @@ const FORGED: &str = "a.txt:1:FORGED hello world\nnormal.txt";
 
 /// A rendered name at the start of `s`: the quoted form (unescaped to bytes) or, bare, up to
 /// `bare_end` (the rest of the text when `None`). Returns the name's bytes and what follows.
-fn take_name<'a>(s: &'a str, bare_end: impl Fn(&str) -> Option<usize>) -> (Vec<u8>, &'a str) {
+fn take_name(s: &str, bare_end: impl Fn(&str) -> Option<usize>) -> (Vec<u8>, &str) {
     let Some(body) = s.strip_prefix('"') else {
         let end = bare_end(s).unwrap_or(s.len());
-        return (s[..end].as_bytes().to_vec(), &s[end..]);
+        return (s.as_bytes()[..end].to_vec(), &s[end..]);
     };
     let mut out = Vec::new();
     let mut chars = body.char_indices();
