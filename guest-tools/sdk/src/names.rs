@@ -10,10 +10,11 @@
 //! - Any other name is printed **quoted**: in double quotes, with `\\` and `\"` for a
 //!   backslash and a quote, `\n` `\r` `\t` for those controls, `\xNN` (two lowercase hex
 //!   digits) for the other ASCII controls and DEL, `\xNN` for each byte that is not UTF-8
-//!   (always `\x80` or above, so never confused with an ASCII control), and `\u{XXXX}` for the
-//!   other characters in [`is_escaped`] (C1 controls, bidi controls, invisible format
-//!   characters, line and paragraph separators, tag characters). Everything else is printed
-//!   as it is, inside the quotes too.
+//!   (always `\x80` or above, so never confused with an ASCII control), and `\u{X}` (lowercase
+//!   hex, as Rust writes it and as the host's approval prompts do) for the other characters
+//!   in [`is_escaped`] (C1 controls, bidi controls, invisible format characters, line and
+//!   paragraph separators, tag characters). Everything else is printed as it is, inside the
+//!   quotes too.
 //!
 //! A name is quoted ([`needs_quoting`]) when it is empty, starts with `"`, starts or ends with
 //! whitespace, contains `:`, or contains a character that is escaped. So a bare name never
@@ -172,7 +173,7 @@ fn push_escaped(out: &mut String, text: &str) {
                 let _ = write!(out, "\\x{:02x}", c as u32);
             }
             c if is_escaped(c) => {
-                let _ = write!(out, "\\u{{{:04x}}}", c as u32);
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
             }
             c => out.push(c),
         }
@@ -334,8 +335,8 @@ mod tests {
         assert_eq!(display("\x1b[31mred"), "\"\\x1b[31mred\"");
         assert_eq!(display("a\x7f"), "\"a\\x7f\"");
         assert_eq!(display("a\0"), "\"a\\x00\"");
-        assert_eq!(display("a\u{85}"), "\"a\\u{0085}\"");
-        assert_eq!(display("a\u{9b}31m"), "\"a\\u{009b}31m\"");
+        assert_eq!(display("a\u{85}"), "\"a\\u{85}\"");
+        assert_eq!(display("a\u{9b}31m"), "\"a\\u{9b}31m\"");
     }
 
     #[test]
@@ -353,7 +354,7 @@ mod tests {
             let name = format!("x{c}y.txt");
             let shown = display(&name);
             assert!(!shown.contains(c), "{c:?} raw in {shown:?}");
-            assert_eq!(shown, format!("\"x\\u{{{:04x}}}y.txt\"", c as u32));
+            assert_eq!(shown, format!("\"x\\u{{{:x}}}y.txt\"", c as u32));
             assert_eq!(back(&shown), name.as_bytes());
         }
         assert_eq!(display("gpj\u{202e}exe.txt"), "\"gpj\\u{202e}exe.txt\"");
