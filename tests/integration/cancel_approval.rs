@@ -438,3 +438,143 @@ fn a_path_with_a_newline_and_an_ansi_escape_is_shown_escaped_in_the_elicitation(
         "{message:?}"
     );
 }
+
+/// A `toolgate serve --http` process on loopback; killed when dropped.
+struct HttpServer {
+    child: std::process::Child,
+    url: String,
+    token: String,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http_server(ws: &Ws) -> HttpServer {
+    let mut child = toolgate_command(ws)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("serve exited before it listened")
+            .unwrap();
+        if let Some(rest) = line.strip_prefix("toolgate: serving MCP on ") {
+            break rest.trim().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines.by_ref() {});
+    let token = std::fs::read_to_string(ws.user_dirs().state.join("http-token"))
+        .unwrap()
+        .lines()
+        .find(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .unwrap()
+        .trim()
+        .to_string();
+    HttpServer { child, url, token }
+}
+
+/// An rmcp client that answers the elicitation `once`, but only when the test says so.
+#[derive(Clone, Default)]
+struct LateClient {
+    asked: Arc<tokio::sync::Notify>,
+    go: Arc<tokio::sync::Notify>,
+}
+
+impl rmcp::ClientHandler for LateClient {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut config = rmcp::model::ClientConfig::default();
+        config.capabilities.elicitation = Some(rmcp::model::ElicitationCapability::default());
+        config
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::service::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        self.asked.notify_one();
+        self.go.notified().await;
+        Ok(
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(json!({"decision": "once"})),
+        )
+    }
+}
+
+/// The same over streamable HTTP: the call is cancelled while its elicitation is open, the
+/// client answers `once` right after, and nothing runs.
+#[tokio::test]
+async fn over_http_a_cancelled_calls_late_approval_runs_nothing() {
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::ServiceExt;
+    let ws = Ws::new();
+    let server = http_server(&ws);
+    let client = LateClient::default();
+    let config = StreamableHttpClientTransportConfig::with_uri(server.url.clone())
+        .auth_header(server.token.clone());
+    let conn = client
+        .clone()
+        .serve(rmcp::transport::StreamableHttpClientTransport::from_config(
+            config,
+        ))
+        .await
+        .unwrap();
+    let Value::Object(args) = json!({"path": "http.txt", "content": "x"}) else {
+        unreachable!()
+    };
+    let params = CallToolRequestParams::new("write").with_arguments(args);
+    let handle = conn
+        .peer()
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(30), client.asked.notified())
+        .await
+        .expect("the write was never put to the client");
+    handle.cancel(Some("stop".into())).await.unwrap();
+    client.go.notify_one();
+    // Longer than the old 2 s grace in which a late answer still ran the call.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        !exists(&ws.path("http.txt")),
+        "the cancelled call's write ran after a late answer"
+    );
+    // The session goes on.
+    let Value::Object(args) = json!({}) else {
+        unreachable!()
+    };
+    let r = conn
+        .call_tool(CallToolRequestParams::new("ls").with_arguments(args))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(false));
+    conn.cancel().await.unwrap();
+    // The server writes its audit in the background: wait for the write's last event.
+    let started = Instant::now();
+    while !audit_of(&ws, "write")
+        .iter()
+        .any(|e| e.event == "completed")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no audit of the write"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_cancelled_in_audit(&ws, "write");
+    drop(server);
+}
