@@ -306,6 +306,58 @@ pub fn write_state_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomic(path, bytes)
 }
 
+/// Create the directories of `path` below `root` (both host paths; `path` is the scope's
+/// resolved path, so no symlink is expected on the way), without following a symlink at any
+/// step: each component is made with `mkdirat` in the directory descriptor opened just
+/// before, then opened with `O_NOFOLLOW | O_DIRECTORY`. A component swapped for a symlink
+/// after the scope check (`sub -> .toolgate`) fails the call instead of creating anything
+/// where the link points. `create_dir_all` would follow it.
+#[cfg(target_os = "linux")]
+pub fn create_dirs_beneath(root: &Path, path: &Path) -> std::io::Result<()> {
+    use rustix::fs::{Mode, OFlags, CWD};
+    let rel = path.strip_prefix(root).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is not inside {}", path.display(), root.display()),
+        )
+    })?;
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut dir = rustix::fs::openat(CWD, root, flags, Mode::empty())?;
+    for c in rel.components() {
+        let std::path::Component::Normal(name) = c else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{} has a `.` or `..` component", path.display()),
+            ));
+        };
+        match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o777)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(e.into()),
+        }
+        dir = match rustix::fs::openat(&dir, name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::LOOP) | Err(rustix::io::Errno::NOTDIR) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!(
+                        "{} is not a directory (it is a symbolic link or a file, or it changed \
+                         while the call was being prepared); nothing was created through it",
+                        root.join(rel).display()
+                    ),
+                ))
+            }
+            Err(e) => return Err(e.into()),
+        };
+    }
+    Ok(())
+}
+
+/// Elsewhere: `create_dir_all`.
+#[cfg(not(target_os = "linux"))]
+pub fn create_dirs_beneath(_root: &Path, path: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(path)
+}
+
 /// Refuse a host state file (the state database and its `-wal`/`-shm` companions) that exists
 /// as anything but a regular file with one name: a symlink, directory, FIFO or device, or a
 /// hard link whose other name may be a file outside the workspace.
@@ -389,6 +441,21 @@ mod state_dir_tests {
             e.to_string().contains("a regular file, not a directory"),
             "{e}"
         );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn directories_are_created_beneath_without_following_links() {
+        let ws = tempfile::tempdir().unwrap();
+        let root = ws.path().canonicalize().unwrap();
+        create_dirs_beneath(&root, &root.join("a/b/c")).unwrap();
+        assert!(root.join("a/b/c").is_dir());
+        std::fs::create_dir(root.join(".toolgate")).unwrap();
+        std::os::unix::fs::symlink(".toolgate", root.join("sub")).unwrap();
+        let e = create_dirs_beneath(&root, &root.join("sub/policy.toml")).unwrap_err();
+        assert!(e.to_string().contains("nothing was created"), "{e}");
+        assert!(!root.join(".toolgate/policy.toml").exists());
+        assert!(create_dirs_beneath(&root, Path::new("/elsewhere/x")).is_err());
     }
 
     #[test]
