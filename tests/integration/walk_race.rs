@@ -85,17 +85,12 @@ impl Racer {
             // Wait for the walk to enter `a-start`.
             'wait: while !s.load(Ordering::Relaxed) && began.elapsed() < bound {
                 let mut reader = inotify::Reader::new(&fd, &mut buf);
-                loop {
-                    match reader.next() {
-                        Ok(event) => {
-                            if event
-                                .file_name()
-                                .is_some_and(|name| name.to_bytes() == b"a-start")
-                            {
-                                break 'wait;
-                            }
-                        }
-                        Err(_) => break,
+                while let Ok(event) = reader.next() {
+                    if event
+                        .file_name()
+                        .is_some_and(|name| name.to_bytes() == b"a-start")
+                    {
+                        break 'wait;
                     }
                 }
                 std::thread::yield_now();

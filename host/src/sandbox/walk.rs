@@ -272,11 +272,13 @@ pub(crate) struct Walker {
 
 impl Walker {
     /// Start walking below `start` (a guest path), or say why it cannot be walked.
+    #[cfg(test)]
     pub(crate) fn new(scope: WalkScope, start: &str, options: WalkOptions) -> Result<Self, String> {
         Self::new_cancellable(scope, start, options, None)
     }
 
     /// [`Walker::new`], stopping the ignore files' compilation when `cancel` is set.
+    #[allow(clippy::unnecessary_cast)]
     pub(crate) fn new_cancellable(
         scope: WalkScope,
         start: &str,
@@ -400,6 +402,7 @@ impl Walker {
     }
 
     /// The next entry, `None` at the end; an error when `cancel` was set.
+    #[allow(clippy::unnecessary_cast)]
     pub(crate) fn next(
         &mut self,
         cancel: Option<&std::sync::atomic::AtomicBool>,
@@ -477,7 +480,7 @@ impl Walker {
                         .ok()
                         .and_then(|s| {
                             let secs = u64::try_from(s.st_mtime).ok()?;
-                            let nanos = u64::try_from(s.st_mtime_nsec).ok()?;
+                            let nanos = s.st_mtime_nsec as u64;
                             secs.checked_mul(1_000_000_000)?.checked_add(nanos)
                         })
                 } else {
@@ -858,6 +861,7 @@ impl WalkScope {
     /// Open an ignore file through its directory's descriptor without blocking: the listed
     /// file itself (a regular file, not denied); or, for a symlink, what it leads to when that
     /// is a regular file whose real path is inside a preopen and not denied.
+    #[allow(clippy::unnecessary_cast)]
     fn open_ignore_file(&self, at: &IgnoreAt<'_>, path: &Path, shown: &str) -> Option<OwnedFd> {
         let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
         match rustix::fs::openat(at.dir, at.name, flags | OFlags::NOFOLLOW, Mode::empty()) {
@@ -971,6 +975,7 @@ fn open_root(root: &Path) -> std::io::Result<OwnedFd> {
     )?)
 }
 
+#[allow(clippy::unnecessary_cast)]
 fn fstat_dev(fd: &OwnedFd) -> u64 {
     rustix::fs::fstat(fd).map_or(0, |s| s.st_dev as u64)
 }
@@ -979,6 +984,7 @@ fn fstat_dev(fd: &OwnedFd) -> u64 {
 /// object the listing named: inode `ino`, unless it is a mount point (another filesystem than
 /// `parent_dev`, where the listed inode is the covered directory's). Its descriptor and
 /// filesystem.
+#[allow(clippy::unnecessary_cast)]
 fn open_listed_dir(
     parent: BorrowedFd<'_>,
     name: &str,
