@@ -171,6 +171,18 @@ async fn stat_and_list_through_a_symlink_to_state_are_refused() {
 /// the workspace still works afterwards.
 #[tokio::test]
 async fn swapping_a_directory_with_a_symlink_to_state_during_writes_changes_no_state() {
+    swap_race_against_writes(&["policy.toml", "grants.toml"]).await;
+}
+
+/// The same race when the write must first create a directory (`sub/policy.toml/x`): the host
+/// makes the parent before the guest runs, and `create_dir_all` followed the swapped link,
+/// leaving `.toolgate/policy.toml/` as a directory (which bricked the workspace).
+#[tokio::test]
+async fn swapping_during_writes_that_create_directories_creates_nothing_in_state() {
+    swap_race_against_writes(&["policy.toml/x", "grants.toml/y/z"]).await;
+}
+
+async fn swap_race_against_writes(targets: &[&str]) {
     let (ws, gate) = workspace().await;
     ws.mkdir("sub");
     std::os::unix::fs::symlink(".toolgate", ws.path("sl")).unwrap();
@@ -215,7 +227,7 @@ async fn swapping_a_directory_with_a_symlink_to_state_during_writes_changes_no_s
     let mut written = 0u32;
     let mut changed = None;
     while Instant::now() < deadline {
-        let name = ["policy.toml", "grants.toml"][calls as usize % 2];
+        let name = targets[calls as usize % targets.len()];
         let o = call(
             &gate,
             "write",
@@ -226,8 +238,14 @@ async fn swapping_a_directory_with_a_symlink_to_state_during_writes_changes_no_s
         if o.status == Status::Ok {
             written += 1;
         }
-        // Whatever the write did went to the real directory; empty it for the next one.
+        // Whatever the write did went to the real directory; empty it for the next one (the
+        // file, then each directory the write made, deepest first).
         let _ = rustix::fs::unlinkat(&real, name, rustix::fs::AtFlags::empty());
+        let mut dir = std::path::Path::new(name).parent();
+        while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+            let _ = rustix::fs::unlinkat(&real, d, rustix::fs::AtFlags::REMOVEDIR);
+            dir = d.parent();
+        }
         let now = snapshot(&ws.path(".toolgate"));
         if now != before {
             changed = Some((calls, now));

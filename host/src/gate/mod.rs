@@ -1218,12 +1218,18 @@ impl Gate {
                     None,
                 );
             };
-            if let Err(e) = std::fs::create_dir_all(parent) {
+            // Made on descriptors, never through a link: a directory swapped for
+            // `sub -> .toolgate` after the scope check fails the call instead.
+            if let Err(e) = crate::fsutil::create_dirs_beneath(self.workspace.root(), parent) {
                 return Observation::error(
                     &name,
                     call_id,
                     "io",
-                    Error::io(parent, e).to_string(),
+                    format!(
+                        "cannot create the directories of {}: {}",
+                        crate::gate::approval::escape_name(&scoped.rel),
+                        crate::fsutil::plain_error(&e)
+                    ),
                     None,
                 );
             }
@@ -1375,12 +1381,18 @@ impl Gate {
                     ))
                 })?;
                 if writable {
-                    if let Err(e) = std::fs::create_dir_all(&scoped.host) {
+                    if let Err(e) =
+                        crate::fsutil::create_dirs_beneath(self.workspace.root(), &scoped.host)
+                    {
                         return Err(Box::new(Observation::error(
                             name,
                             call_id,
                             "io",
-                            Error::io(&scoped.host, e).to_string(),
+                            format!(
+                                "cannot create the plugin's granted directory {}: {}",
+                                crate::gate::approval::escape_name(&scoped.rel),
+                                crate::fsutil::plain_error(&e)
+                            ),
                             None,
                         )));
                     }
@@ -1492,11 +1504,7 @@ impl Gate {
         if out.content.len() > max {
             let rel = format!("{OUTPUTS_DIR}/{call_id}.txt");
             let file = self.workspace.root().join(&rel);
-            let saved = file
-                .parent()
-                .map(std::fs::create_dir_all)
-                .unwrap_or(Ok(()))
-                .and_then(|_| crate::fsutil::write_atomic(&file, out.content.as_bytes()));
+            let saved = crate::fsutil::write_state_file(&file, out.content.as_bytes());
             let reference = if saved.is_ok() {
                 rel.clone()
             } else {
