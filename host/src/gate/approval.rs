@@ -226,15 +226,21 @@ impl Broker {
 /// Whether `c` cannot be shown as itself in a name: a control character (newline, tab, ESC,
 /// DEL, C1), a bidi control or override, a line or paragraph separator, or an invisible
 /// joiner/marker. Any of these in a path could make a prompt read differently from what runs.
+/// The same set as the tools' own rendering (`guest-tools/sdk/src/names.rs`): controls, soft
+/// hyphen, bidi marks and overrides, zero-width and invisible format characters, line and
+/// paragraph separators, interlinear annotations and tag characters.
 fn unshowable(c: char) -> bool {
     c.is_control()
         || matches!(
-            c,
-            '\u{061c}'
-                | '\u{200b}'..='\u{200f}'
-                | '\u{2028}'..='\u{202e}'
-                | '\u{2060}'..='\u{2069}'
-                | '\u{feff}'
+            c as u32,
+            0xad | 0x061c
+                | 0x180e
+                | 0x200b..=0x200f
+                | 0x2028..=0x202e
+                | 0x2060..=0x206f
+                | 0xfeff
+                | 0xfff9..=0xfffb
+                | 0xe0000..=0xe007f
         )
 }
 
@@ -357,6 +363,11 @@ mod tests {
         assert_eq!(escape_name("a\u{2028}b"), "\"a\\u{2028}b\"");
         assert_eq!(escape_name("nel\u{85}"), "\"nel\\u{85}\"");
         assert_eq!(escape_name("zw\u{200b}j"), "\"zw\\u{200b}j\"");
+        // The same set as the tools' rendering: soft hyphen, invisible operators, tags.
+        assert_eq!(escape_name("shy\u{ad}"), "\"shy\\u{ad}\"");
+        assert_eq!(escape_name("a\u{206a}b"), "\"a\\u{206a}b\"");
+        assert_eq!(escape_name("tag\u{e0041}"), "\"tag\\u{e0041}\"");
+        assert_eq!(escape_name("anno\u{fff9}"), "\"anno\\u{fff9}\"");
         // Once quoted, quotes and backslashes are escaped too, so the form is unambiguous.
         assert_eq!(escape_name("a\\n\"\n"), "\"a\\\\n\\\"\\n\"");
         // A name that looks quoted is quoted again.
