@@ -378,6 +378,13 @@ async fn names_that_are_not_utf8_are_never_lossy_or_raw() {
                 o.content
             );
         }
+        // Left out, never silently: the host's walk counts the names it cannot pass on.
+        let unreadable = o.data["unreadable"].as_u64().unwrap_or(0);
+        assert!(
+            unreadable >= 2,
+            "{tool} does not count the names it left out: {}",
+            o.data
+        );
         let listed = match tool {
             "grep" => check_grep_rows(&ws, &o.content, false),
             "glob" => check_glob(&ws, &o.content),

@@ -351,7 +351,7 @@ impl Walker {
         let stat = rustix::fs::fstat(&fd).map_err(|e| cannot(e.into()))?;
         let dev = stat.st_dev as u64;
         let mut listing_buf = Vec::new();
-        let children = read_children(fd.as_fd(), &mut listing_buf).map_err(cannot)?;
+        let children = read_children(fd.as_fd(), &mut listing_buf, &mut errors).map_err(cannot)?;
         let fd: DirFd = Arc::new(fd);
         let (ignore, gitignore) = if use_ignore_files {
             scope.ignore_files(
@@ -500,9 +500,11 @@ impl Walker {
             if descend {
                 // Entered through the listed directory's descriptor, and only when the name
                 // still is the directory the listing named.
+                let listing_buf = &mut self.listing_buf;
+                let errors = &mut self.errors;
                 let opened = open_listed_dir(parent.as_fd(), &name, ino, parent_dev).and_then(
                     |(fd, dev)| {
-                        let children = read_children(fd.as_fd(), &mut self.listing_buf)?;
+                        let children = read_children(fd.as_fd(), listing_buf, errors)?;
                         Ok((fd, dev, children))
                     },
                 );
@@ -1008,14 +1010,19 @@ fn open_listed_dir(
 }
 
 /// The entries of the directory open as `dir`, in name order, each with its listed inode.
-/// Names that are not UTF-8 are left out (a WASI guest cannot name them either).
+/// Names that are not UTF-8 are left out (a WASI guest cannot name them either) and counted
+/// in `unnamed`, so the tools report them as unreadable instead of dropping them silently.
 fn read_children(
     dir: BorrowedFd<'_>,
     buf: &mut Vec<std::mem::MaybeUninit<u8>>,
+    unnamed: &mut u32,
 ) -> std::io::Result<Vec<Child>> {
     let mut children = Vec::new();
     let mut push = |name: &std::ffi::CStr, file_type: FileType, ino: u64| {
-        let Ok(name) = name.to_str() else { return };
+        let Ok(name) = name.to_str() else {
+            *unnamed = unnamed.saturating_add(1);
+            return;
+        };
         if name == "." || name == ".." {
             return;
         }
@@ -1339,14 +1346,15 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), root.join("swapped")).unwrap();
         let names = |p: &Path| {
             open_root(p)
-                .and_then(|fd| read_children(fd.as_fd(), &mut Vec::new()))
+                .and_then(|fd| read_children(fd.as_fd(), &mut Vec::new(), &mut 0))
                 .map(|c| c.into_iter().map(|c| c.name).collect::<Vec<_>>())
         };
         assert_eq!(names(&root.join("real")).unwrap(), ["a.txt"]);
         assert!(names(&root.join("swapped")).is_err());
         std::os::unix::fs::symlink(root.join("real"), root.join("link-in")).unwrap();
         assert!(names(&root.join("link-in")).is_err());
-        let kinds = read_children(open_root(&root).unwrap().as_fd(), &mut Vec::new()).unwrap();
+        let kinds =
+            read_children(open_root(&root).unwrap().as_fd(), &mut Vec::new(), &mut 0).unwrap();
         assert!(kinds
             .iter()
             .any(|c| c.name == "real" && c.kind == Kind::Dir));
