@@ -251,3 +251,50 @@ pub fn entries(r: &Value) -> Vec<String> {
         .map(|v| v.as_str().unwrap().to_string())
         .collect()
 }
+
+/// Run the CLI to the end; its observation, the peak RSS of the host process (KiB, from
+/// `wait4`'s rusage of exactly that child) and how long it took.
+pub fn cli_peak_rss(ws: &Ws, policy: &Path, args: &[&str]) -> (Value, i64, std::time::Duration) {
+    use std::io::Read as _;
+    let began = std::time::Instant::now();
+    // Reaped by `wait4` below, not by `Child::wait`, to read the rusage of exactly this child
+    // (no safe wrapper returns it; `getrusage(RUSAGE_CHILDREN)` would mix in other tests').
+    #[allow(clippy::zombie_processes)]
+    let mut child = toolgate_command(ws)
+        .arg("--policy")
+        .arg(policy)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let errs = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let pid = i32::try_from(child.id()).unwrap();
+    let mut status = 0;
+    #[allow(unsafe_code)]
+    // SAFETY: `rusage` is plain data (all zeroes is valid), and `wait4` writes only into the
+    // two out-pointers, which live for the call; `pid` is our own unreaped child.
+    let (r, usage) = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        let r = libc::wait4(pid, &mut status, 0, &mut usage);
+        (r, usage)
+    };
+    assert_eq!(r, pid, "wait4");
+    let took = began.elapsed();
+    let stderr = errs.join().unwrap();
+    let v = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{stdout}\nstderr:\n{stderr}"));
+    (v, usage.ru_maxrss, took)
+}

@@ -8,10 +8,8 @@
 
 use crate::common::*;
 use serde_json::{json, Value};
-use std::io::Read as _;
 use std::os::unix::fs::FileTypeExt as _;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 use toolgate::policy::PolicySource;
 use toolgate::{Gate, GateOptions, Observation, Status};
@@ -186,51 +184,6 @@ fn policy_file(dir: &Path, stamp_bytes: u64) -> std::path::PathBuf {
     p
 }
 
-/// Run the CLI to the end; its observation and the peak RSS of the host process (KiB), from
-/// `wait4`'s rusage of exactly that child.
-fn cli_peak_rss(ws: &Ws, policy: &Path, args: &[&str]) -> (Value, i64) {
-    // Reaped by `wait4` below.
-    #[allow(clippy::zombie_processes)]
-    let mut child = toolgate_command(ws)
-        .arg("--policy")
-        .arg(policy)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let errs = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let mut stdout = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    let pid = i32::try_from(child.id()).unwrap();
-    let mut status = 0;
-    // Reaped here, not by `Child::wait`, to read the rusage of exactly this child (no safe
-    // wrapper returns it; `getrusage(RUSAGE_CHILDREN)` would mix in other tests' children).
-    #[allow(unsafe_code)]
-    // SAFETY: `rusage` is plain data (all zeroes is valid), and `wait4` writes only into the
-    // two out-pointers, which live for the call; `pid` is our own unreaped child.
-    let (r, usage) = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        let r = libc::wait4(pid, &mut status, 0, &mut usage);
-        (r, usage)
-    };
-    assert_eq!(r, pid, "wait4");
-    let stderr = errs.join().unwrap();
-    let v = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{stdout}\nstderr:\n{stderr}"));
-    (v, usage.ru_maxrss)
-}
-
 /// A 2 GiB sparse file whose head is text lines (so `read` shows it instead of calling it
 /// binary) and whose rest is a hole.
 fn plant_big(ws: &Ws, rel: &str) {
@@ -249,7 +202,7 @@ fn read_of_a_2gb_sparse_file_keeps_host_memory_bounded() {
     let outside = tempfile::tempdir().unwrap();
     let policy = policy_file(outside.path(), 64 << 20);
     plant_big(&ws, "big");
-    let (o, rss) = cli_peak_rss(&ws, &policy, &["call", "read", r#"{"path":"big"}"#]);
+    let (o, rss, _) = cli_peak_rss(&ws, &policy, &["call", "read", r#"{"path":"big"}"#]);
     assert_eq!(o["status"], "ok", "{o:#}");
     assert!(
         rss < MAX_HOST_RSS_KB,
@@ -258,7 +211,7 @@ fn read_of_a_2gb_sparse_file_keeps_host_memory_bounded() {
     // Fully sparse: the guest answers `binary` from the head; the host stamps nothing.
     let f = std::fs::File::create(ws.path("zeros")).unwrap();
     f.set_len(2 << 30).unwrap();
-    let (o, rss) = cli_peak_rss(&ws, &policy, &["call", "read", r#"{"path":"zeros"}"#]);
+    let (o, rss, _) = cli_peak_rss(&ws, &policy, &["call", "read", r#"{"path":"zeros"}"#]);
     assert_eq!(o["error_code"], "binary", "{o:#}");
     assert!(rss < MAX_HOST_RSS_KB, "host peak RSS {rss} KiB");
 }
@@ -269,11 +222,11 @@ fn edit_of_a_2gb_sparse_file_keeps_host_memory_bounded() {
     let outside = tempfile::tempdir().unwrap();
     let policy = policy_file(outside.path(), 64 << 20);
     plant_big(&ws, "big");
-    let (o, _) = cli_peak_rss(&ws, &policy, &["call", "read", r#"{"path":"big"}"#]);
+    let (o, _, _) = cli_peak_rss(&ws, &policy, &["call", "read", r#"{"path":"big"}"#]);
     assert_eq!(o["status"], "ok", "{o:#}");
     // The read record holds, so the edit reaches the guest: it cannot load 2 GiB in its 64 MiB
     // and fails, the host stays small (stamps and history over stamp_bytes are metadata).
-    let (o, rss) = cli_peak_rss(
+    let (o, rss, _) = cli_peak_rss(
         &ws,
         &policy,
         &[

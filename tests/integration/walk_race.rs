@@ -11,9 +11,7 @@
 
 use crate::common::*;
 use serde_json::{json, Value};
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -205,51 +203,6 @@ fn nested_ignore_workspace() -> Ws {
     }
     ws.write(&format!("{dir}needle.txt"), "needle\n");
     ws
-}
-
-/// Run the CLI to the end; its observation, the peak RSS of the host process (KiB, from
-/// `wait4`'s rusage of exactly that child) and how long it took.
-fn cli_peak_rss(ws: &Ws, policy: &Path, args: &[&str]) -> (Value, i64, Duration) {
-    let began = Instant::now();
-    // Reaped by `wait4` below.
-    #[allow(clippy::zombie_processes)]
-    let mut child = toolgate_command(ws)
-        .arg("--policy")
-        .arg(policy)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let errs = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let mut stdout = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    let pid = i32::try_from(child.id()).unwrap();
-    let mut status = 0;
-    #[allow(unsafe_code)]
-    // SAFETY: `rusage` is plain data (all zeroes is valid), and `wait4` writes only into the
-    // two out-pointers, which live for the call; `pid` is our own unreaped child.
-    let (r, usage) = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        let r = libc::wait4(pid, &mut status, 0, &mut usage);
-        (r, usage)
-    };
-    assert_eq!(r, pid, "wait4");
-    let took = began.elapsed();
-    let stderr = errs.join().unwrap();
-    let v = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{stdout}\nstderr:\n{stderr}"));
-    (v, usage.ru_maxrss, took)
 }
 
 /// The host's peak RSS for a call over six nested 1 MiB ignore files (was 1.2 GB for ls and
