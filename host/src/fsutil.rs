@@ -358,6 +358,31 @@ pub fn create_dirs_beneath(_root: &Path, path: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(path)
 }
 
+/// `openat2`, tried again while the kernel answers `EAGAIN`. With `RESOLVE_BENEATH`, a `..`
+/// met (literally or in a symlink's target) while any rename or mount happens anywhere on the
+/// system makes the kernel give up rather than risk an escape, and openat2(2) says to retry;
+/// a machine busy renaming (a build, a test suite) hits it. After 256 tries the `EAGAIN` is
+/// returned (the call fails closed).
+#[cfg(target_os = "linux")]
+pub fn openat2_retry<Fd: std::os::fd::AsFd, P: rustix::path::Arg + Copy>(
+    dir: Fd,
+    path: P,
+    flags: rustix::fs::OFlags,
+    mode: rustix::fs::Mode,
+    resolve: rustix::fs::ResolveFlags,
+) -> rustix::io::Result<std::os::fd::OwnedFd> {
+    let mut tries = 0;
+    loop {
+        match rustix::fs::openat2(dir.as_fd(), path, flags, mode, resolve) {
+            Err(rustix::io::Errno::AGAIN) if tries < 256 => {
+                tries += 1;
+                std::thread::yield_now();
+            }
+            r => return r,
+        }
+    }
+}
+
 /// Refuse a host state file (the state database and its `-wal`/`-shm` companions) that exists
 /// as anything but a regular file with one name: a symlink, directory, FIFO or device, or a
 /// hard link whose other name may be a file outside the workspace.
@@ -456,6 +481,47 @@ mod state_dir_tests {
         assert!(e.to_string().contains("nothing was created"), "{e}");
         assert!(!root.join(".toolgate/policy.toml").exists());
         assert!(create_dirs_beneath(&root, Path::new("/elsewhere/x")).is_err());
+    }
+
+    /// `RESOLVE_BENEATH` through a `..` symlink while another thread renames files (as the
+    /// race tests and any build do): every open succeeds. Plain `openat2` answers `EAGAIN` to
+    /// some of them (counted and printed; seen as "I/O error" in a guard test under CI load).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn beneath_opens_survive_renames_elsewhere() {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        let ws = tempfile::tempdir().unwrap();
+        let root = ws.path();
+        std::fs::create_dir_all(root.join("src/sub")).unwrap();
+        std::os::unix::fs::symlink("..", root.join("src/up")).unwrap();
+        let busy = tempfile::tempdir().unwrap();
+        std::fs::write(busy.path().join("a"), "").unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let renamer = {
+            let stop = stop.clone();
+            let dir = busy.path().to_path_buf();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = std::fs::rename(dir.join("a"), dir.join("b"));
+                    let _ = std::fs::rename(dir.join("b"), dir.join("a"));
+                }
+            })
+        };
+        let dir = std::fs::File::open(root).unwrap();
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+        let mut plain_again = 0;
+        for _ in 0..20_000 {
+            if let Err(rustix::io::Errno::AGAIN) =
+                rustix::fs::openat2(&dir, "src/up/src/sub", flags, Mode::empty(), how)
+            {
+                plain_again += 1;
+            }
+            openat2_retry(&dir, "src/up/src/sub", flags, Mode::empty(), how).unwrap();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        renamer.join().unwrap();
+        eprintln!("plain openat2 answered EAGAIN {plain_again} times of 20000");
     }
 
     #[test]

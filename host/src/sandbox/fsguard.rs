@@ -435,7 +435,7 @@ impl GuardedFsView<'_> {
             let Ok(Descriptor::Dir(dir)) = self.inner.table.get(fd) else {
                 return Ok(None);
             };
-            let Ok(opened) = rustix::fs::openat2(
+            let Ok(opened) = crate::fsutil::openat2_retry(
                 &*dir.dir,
                 path,
                 OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
@@ -775,27 +775,28 @@ impl GuardedFsView<'_> {
         let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let strict =
             ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-        let (opened, real) = match rustix::fs::openat2(&*dir, lead, flags, Mode::empty(), strict) {
-            Ok(opened) => (opened, None),
-            Err(Errno::NOSYS) => return Ok(Reached::Inner),
-            Err(Errno::LOOP) => {
-                let opened = rustix::fs::openat2(
-                    &*dir,
-                    lead,
-                    flags,
-                    Mode::empty(),
-                    ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
-                )
-                .map_err(code)?;
-                let real = if guarded {
-                    self.judge_real(&opened, name, access)?
-                } else {
-                    None
-                };
-                (opened, real)
-            }
-            Err(e) => return Err(code(e)),
-        };
+        let (opened, real) =
+            match crate::fsutil::openat2_retry(&*dir, lead, flags, Mode::empty(), strict) {
+                Ok(opened) => (opened, None),
+                Err(Errno::NOSYS) => return Ok(Reached::Inner),
+                Err(Errno::LOOP) => {
+                    let opened = crate::fsutil::openat2_retry(
+                        &*dir,
+                        lead,
+                        flags,
+                        Mode::empty(),
+                        ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+                    )
+                    .map_err(code)?;
+                    let real = if guarded {
+                        self.judge_real(&opened, name, access)?
+                    } else {
+                        None
+                    };
+                    (opened, real)
+                }
+                Err(e) => return Err(code(e)),
+            };
         Ok(Reached::Here(At {
             dir: DirFd::Own(opened),
             name: name.to_string(),
@@ -827,11 +828,11 @@ impl GuardedFsView<'_> {
         }
         let strict =
             ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-        match rustix::fs::openat2(&*dir, path, flags, Mode::empty(), strict) {
+        match crate::fsutil::openat2_retry(&*dir, path, flags, Mode::empty(), strict) {
             Ok(opened) => Ok(Some(opened)),
             Err(Errno::NOSYS) => Ok(None),
             Err(Errno::LOOP) => {
-                let opened = rustix::fs::openat2(
+                let opened = crate::fsutil::openat2_retry(
                     &*dir,
                     path,
                     flags,
