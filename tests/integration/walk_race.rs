@@ -205,9 +205,12 @@ fn nested_ignore_workspace() -> Ws {
     ws
 }
 
-/// The host's peak RSS for a call over six nested 1 MiB ignore files (was 1.2 GB for ls and
-/// 2.3 GB for grep, and 17.9 s).
-const MAX_HOST_RSS_KB: i64 = 400 << 10;
+/// The host's peak RSS for a call over six nested 1 MiB ignore files: was 1.2 GB for ls and
+/// 2.3 GB for grep (and 17.9 s). Alone the call peaks at ~230 MB; inside a loaded parallel
+/// test run (a clean-clone CI run on 2 cores) 603 MB was seen for ls, transient allocations
+/// of the chunked compile that the allocator had not returned. The bound sits between that
+/// and the unbounded figures, so the old code still fails it.
+const MAX_HOST_RSS_KB: i64 = 900 << 10;
 
 #[test]
 fn six_nested_one_mib_ignore_files_stay_inside_the_call_limits() {
