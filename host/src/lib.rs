@@ -22,6 +22,7 @@ pub mod plugins;
 pub mod policy;
 pub mod sandbox;
 pub mod state;
+pub mod telemetry;
 pub mod tools;
 pub mod userdirs;
 

@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 use toolgate::sandbox::Limits;
 use toolgate::{Gate, GateOptions, Status};
 
+mod cold;
+mod mcp;
+
 fn main() {
     // Errors capture backtraces when this is set, which distorts timings.
     std::env::remove_var("RUST_BACKTRACE");
@@ -39,7 +42,7 @@ fn cache_dir() -> PathBuf {
 }
 
 async fn run() {
-    // `TG_ONLY=per-call|shell|search` runs one section (for profiling).
+    // `TG_ONLY=per-call|shell|search|mcp|cold` runs one section (for profiling).
     let only = std::env::var("TG_ONLY").unwrap_or_default();
     let on = |s: &str| only.is_empty() || only == s;
     if on("per-call") {
@@ -50,6 +53,12 @@ async fn run() {
     }
     if on("search") {
         search().await;
+    }
+    if on("mcp") {
+        mcp::run().await;
+    }
+    if on("cold") {
+        cold::run().await;
     }
 }
 

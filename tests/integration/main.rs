@@ -38,3 +38,9 @@ mod guard_race;
 mod names;
 mod state_files;
 mod walk_race;
+
+// The agent's path at full speed, MCP 2026-07-28 (issue #15).
+mod cold_start;
+mod mcp_2026;
+mod search_parallel;
+mod telemetry;

@@ -139,6 +139,7 @@ impl Gate {
         };
         let policy = Policy::layered(&sources)
             .map_err(|problems| crate::policy::problems_error(&problems))?;
+        crate::telemetry::configure(&policy);
         let workspace_trusted = Policy::workspace_layer(&sources).trusted_by.is_some();
         let keyring = Arc::new(crate::policy::trust::Keyring::new(&user.config));
         let mut secrets = options.extra_secrets.clone();
