@@ -86,6 +86,18 @@ const MAX_TOKEN_CHARS: usize = 1024;
 /// The header carrying the MCP session id.
 const SESSION_HEADER: &str = "mcp-session-id";
 
+/// The header a 2026-07-28 client may send to name its conversation (any visible ASCII, at
+/// most [`MAX_CONVERSATION_CHARS`]); without it, all its stateless requests with one token are
+/// one conversation.
+pub const CONVERSATION_HEADER: &str = "toolgate-conversation";
+
+/// The longest conversation name accepted.
+pub const MAX_CONVERSATION_CHARS: usize = 256;
+
+/// The header the server itself puts on a stateless request for the MCP handler: the
+/// toolgate session of its conversation. Removed from every client request first.
+pub(super) const INTERNAL_CONVERSATION_HEADER: &str = "x-toolgate-internal-conversation";
+
 /// How to serve over HTTP.
 #[derive(Clone, Debug)]
 pub struct HttpOptions {
@@ -180,7 +192,7 @@ impl Tokens {
                     .with_context(|| format!("cannot read the token file {}", path.display()))
             }
         };
-        let text = read_private_file(path)?;
+        let text = read_private_file(path, "token file")?;
         let tokens = Tokens::parse(&text)
             .with_context(|| format!("the token file {} has no usable token", path.display()))?;
         Ok((tokens, created))
@@ -218,6 +230,11 @@ impl Tokens {
     /// Whether there are none (never, for a loaded file).
     pub fn is_empty(&self) -> bool {
         self.digests.is_empty()
+    }
+
+    /// The SHA-256 digest of token `i` (a conversation's name is derived from it).
+    pub fn digest(&self, i: usize) -> Option<&[u8; 32]> {
+        self.digests.get(i)
     }
 
     /// Which token (by its place in the file) `presented` is. Every stored token is compared,
@@ -298,29 +315,26 @@ fn create_token_file(dir: &Path, path: &Path) -> anyhow::Result<bool> {
 
 /// Read a file that must be the caller's own regular file, not readable or writable by group
 /// or others, and not reached through a symlink.
-fn read_private_file(path: &Path) -> anyhow::Result<String> {
+pub(super) fn read_private_file(path: &Path, what: &str) -> anyhow::Result<String> {
     let shown = path.display();
     let before = std::fs::symlink_metadata(path)
-        .with_context(|| format!("cannot read the token file {shown}"))?;
+        .with_context(|| format!("cannot read the {what} {shown}"))?;
     if before.file_type().is_symlink() {
-        bail!(
-            "the token file {shown} is a symlink, which is not followed; point at the file itself"
-        );
+        bail!("the {what} {shown} is a symlink, which is not followed; point at the file itself");
     }
-    let f =
-        std::fs::File::open(path).with_context(|| format!("cannot open the token file {shown}"))?;
+    let f = std::fs::File::open(path).with_context(|| format!("cannot open the {what} {shown}"))?;
     let meta = f
         .metadata()
-        .with_context(|| format!("cannot read the token file {shown}"))?;
+        .with_context(|| format!("cannot read the {what} {shown}"))?;
     if (meta.dev(), meta.ino()) != (before.dev(), before.ino()) {
-        bail!("the token file {shown} changed while it was opened; try again");
+        bail!("the {what} {shown} changed while it was opened; try again");
     }
     if !meta.is_file() {
-        bail!("the token file {shown} is not a regular file");
+        bail!("the {what} {shown} is not a regular file");
     }
     if meta.mode() & 0o077 != 0 {
         bail!(
-            "the token file {shown} can be read or written by group or others (mode {:o}); anyone who reads it can run tools as you. Run `chmod 600 {shown}` (and use a new token if others may have seen it)",
+            "the {what} {shown} can be read or written by group or others (mode {:o}); anyone who reads it can act as you. Run `chmod 600 {shown}` (and make a new one if others may have seen it)",
             meta.mode() & 0o777
         );
     }
@@ -329,7 +343,7 @@ fn read_private_file(path: &Path) -> anyhow::Result<String> {
         let me = rustix::process::geteuid().as_raw();
         if meta.uid() != me {
             bail!(
-                "the token file {shown} belongs to user {}, not to you (user {me}); use your own file",
+                "the {what} {shown} belongs to user {}, not to you (user {me}); use your own file",
                 meta.uid()
             );
         }
@@ -337,7 +351,7 @@ fn read_private_file(path: &Path) -> anyhow::Result<String> {
     let mut text = String::new();
     f.take(64 * 1024)
         .read_to_string(&mut text)
-        .with_context(|| format!("the token file {shown} is not text"))?;
+        .with_context(|| format!("the {what} {shown} is not text"))?;
     Ok(text)
 }
 
@@ -601,14 +615,22 @@ pub async fn serve_http(
     // turned off so the two cannot disagree about spelling (e.g. `[::1]`).
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
-        .with_legacy_session_mode(true);
+        .with_legacy_session_mode(true)
+        // A stateless (2026-07-28) answer with nothing before it is plain JSON, not a stream.
+        .with_json_response(true);
+    let state_key = super::mrtr::StateKey::process()?;
     // Sessions expire by our idle rule (which spares a session with a call in flight), not by
     // rmcp's keep-alive, which would end a session whose call runs long without messages.
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = None;
     let manager = Arc::new(manager);
     let service = StreamableHttpService::new(
-        move || Ok(McpConnection::new(gate.clone())),
+        move || {
+            Ok(McpConnection::with_state_key(
+                gate.clone(),
+                state_key.clone(),
+            ))
+        },
         manager.clone(),
         config,
     );
@@ -782,6 +804,8 @@ async fn handle(
         }
     }
     let mut req = Request::from_parts(parts, Full::new(body));
+    // Only the server says which conversation a request is in.
+    req.headers_mut().remove(INTERNAL_CONVERSATION_HEADER);
     let mut in_flight = None;
     let mut reservation = None;
     let outer = match req.headers().get(SESSION_HEADER) {
@@ -801,6 +825,26 @@ async fn handle(
                         &format!("Service unavailable: too many sessions ({}) are open on this toolgate server; end one (HTTP DELETE) or wait for an idle one to expire", limits.max),
                     );
                 }
+            }
+            // A stateless (2026-07-28) request: its conversation is the token's, named by
+            // the client within it; the handler uses it only for such requests.
+            let named = match req.headers().get(CONVERSATION_HEADER).map(|v| v.to_str()) {
+                None => "",
+                Some(Ok(n)) if n.len() <= MAX_CONVERSATION_CHARS => n,
+                Some(_) => {
+                    return rpc_error(
+                        StatusCode::BAD_REQUEST,
+                        -32600,
+                        &format!("Invalid Request: the `Toolgate-Conversation` header must be at most {MAX_CONVERSATION_CHARS} visible ASCII characters"),
+                    )
+                }
+            };
+            let Some(digest) = tokens.digest(token) else {
+                return text_response(StatusCode::INTERNAL_SERVER_ERROR, "bad token\n");
+            };
+            let session = conversation_session(digest, named);
+            if let Ok(v) = hyper::header::HeaderValue::from_str(&session) {
+                req.headers_mut().insert(INTERNAL_CONVERSATION_HEADER, v);
             }
             None
         }
@@ -867,6 +911,10 @@ async fn handle(
     if let (true, Some(outer)) = (deleting && response.status().is_success(), outer) {
         drop(in_flight.take());
         sessions.remove(&outer);
+        // Ended: 204 No Content (rmcp says 202, which SDK clients report as a failure).
+        let mut ended = Response::new(Full::new(Bytes::new()).boxed());
+        *ended.status_mut() = StatusCode::NO_CONTENT;
+        return ended;
     }
     match in_flight {
         // The session stays in use until the (maybe streamed) answer is done.
@@ -879,6 +927,19 @@ async fn handle(
         }),
         None => response,
     }
+}
+
+/// The toolgate session of the conversation `named` by the holder of the token with
+/// `digest`: the same name with another token is another conversation, and the session name
+/// reveals neither.
+pub fn conversation_session(digest: &[u8; 32], named: &str) -> String {
+    let h = Sha256::new()
+        .chain_update(b"toolgate conversation v1\0")
+        .chain_update(digest)
+        .chain_update(b"\0")
+        .chain_update(named.as_bytes())
+        .finalize();
+    format!("conv-{}", &hex::encode(h)[..32])
 }
 
 /// Whether the request says its body is JSON.

@@ -33,16 +33,29 @@
 //!   null); the connection goes on. A notification that cannot be read is dropped (JSON-RPC
 //!   never answers notifications).
 //!
-//! Protocol versions up to 2025-11-25 are served (the ones with an `initialize` handshake and
-//! sessions); the stateless 2026-07-28 revision forbids server-to-client requests, which the
-//! approval flow needs, so a client offering only that revision is refused at negotiation.
+//! **Revisions.** 2026-07-28 is served beside the older ones: a client that opens with
+//! `server/discover` gets the supported versions (2026-07-28 down to 2024-11-05); a client that
+//! sends `initialize` gets the version it asked for if served, else 2025-11-25. On 2026-07-28
+//! there is no handshake and no session: every request carries its version and capabilities
+//! in `_meta`, and over HTTP any request may reach any server process (see [`http`]).
+//! Differences on 2026-07-28:
+//! - approvals are `input_required` results with a signed `requestState` ([`mrtr`]) instead
+//!   of `elicitation/create` (that revision forbids server-to-client requests);
+//! - a call's toolgate session is its **conversation**: over HTTP derived from the bearer
+//!   token and the optional `Toolgate-Conversation` header ([`http::conversation_session`]),
+//!   over stdio the connection's own. Read records and session grants are kept under it in the
+//!   state database, which every process of the workspace shares, so a read made through one
+//!   process lets a write through another;
+//! - `tools/list_changed` is not sent (no open connection to send it on).
 
 pub mod elicit;
 pub mod http;
+pub mod mrtr;
 
-use crate::gate::approval::Approver;
+use crate::gate::approval::{ApprovalRequest, Approver};
 use crate::gate::Gate;
 use crate::tools::{Observation, Risk, Status, ToolInfo};
+use mrtr::{MrtrApprover, StateKey};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
@@ -56,6 +69,7 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
 
 /// How often a connection checks whether the visible tool set changed.
 const LIST_WATCH_INTERVAL: Duration = Duration::from_millis(500);
@@ -68,7 +82,7 @@ const CANCEL_GRACE: Duration = Duration::from_secs(2);
 /// Serve MCP on stdin/stdout until the client closes the connection.
 pub async fn serve_stdio(gate: Arc<Gate>) -> anyhow::Result<()> {
     use rmcp::ServiceExt;
-    let server = McpConnection::new(gate);
+    let server = McpConnection::with_state_key(gate, StateKey::process()?);
     let (stdin, stdout) = rmcp::transport::stdio();
     let running = server
         .serve(stdio::LineTransport::new(stdin, stdout))
@@ -90,10 +104,18 @@ struct Inner {
     /// The tool names last listed to (or watched for) this client.
     listed: Mutex<Option<Vec<String>>>,
     watcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Signs and opens 2026-07-28 approval states.
+    state_key: Arc<StateKey>,
+    /// Whether the connection's own session was used (a stateless HTTP request's connection
+    /// never uses it, and has nothing to forget).
+    used: AtomicBool,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        if !self.used.load(Ordering::Relaxed) {
+            return;
+        }
         if let Some(w) = self
             .watcher
             .lock()
@@ -112,16 +134,46 @@ impl Drop for Inner {
 }
 
 impl McpConnection {
-    /// A new connection (and session) on `gate`.
+    /// A new connection (and session) on `gate`, with the process's request-state key (a
+    /// random one if the key file cannot be read: states then open only in this process).
     pub fn new(gate: Arc<Gate>) -> Self {
+        let key = StateKey::process().unwrap_or_else(|e| {
+            tracing::error!(error = %format!("{e:#}"), "the request-state key file cannot be used; approvals of this connection are signed with a key of its own");
+            Arc::new(StateKey::ephemeral())
+        });
+        Self::with_state_key(gate, key)
+    }
+
+    /// A new connection (and session) on `gate`, signing approval states with `key`.
+    pub fn with_state_key(gate: Arc<Gate>, key: Arc<StateKey>) -> Self {
         McpConnection {
             inner: Arc::new(Inner {
                 gate,
                 session: new_session_name(),
                 listed: Mutex::new(None),
                 watcher: Mutex::new(None),
+                state_key: key,
+                used: AtomicBool::new(false),
             }),
         }
+    }
+
+    /// The connection's own session, marked used.
+    fn own_session(&self) -> String {
+        self.inner.used.store(true, Ordering::Relaxed);
+        self.inner.session.clone()
+    }
+
+    /// The toolgate session of a 2026-07-28 request: its conversation's (set by the HTTP
+    /// layer), else (stdio) this connection's.
+    fn conversation(&self, context: &RequestContext<RoleServer>) -> String {
+        context
+            .extensions
+            .get::<hyper::http::request::Parts>()
+            .and_then(|p| p.headers.get(http::INTERNAL_CONVERSATION_HEADER))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+            .unwrap_or_else(|| self.own_session())
     }
 
     /// This connection's session name.
@@ -177,13 +229,13 @@ impl McpConnection {
         }
     }
 
+    /// A 2025-11-25 (or older) call: approvals through `elicitation/create`.
     async fn run_call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let gate = &self.inner.gate;
-        let input = Value::Object(request.arguments.unwrap_or_default());
+        let input = Value::Object(request.arguments.clone().unwrap_or_default());
         let peer = context.peer.clone();
         let elicits = peer
             .peer_info()
@@ -197,12 +249,113 @@ impl McpConnection {
             )
         });
         let approver = elicit.clone().map(|a| a as Arc<dyn Approver>);
+        let session = self.own_session();
+        let (observation, _) = self
+            .drive(
+                &session,
+                &request.name,
+                input,
+                approver,
+                elicit,
+                None,
+                &context,
+            )
+            .await;
+        render(&observation)
+    }
+
+    /// A 2026-07-28 call: approvals through `input_required` rounds, in the request's
+    /// conversation.
+    async fn run_modern_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let session = self.conversation(&context);
+        let input = Value::Object(request.arguments.clone().unwrap_or_default());
+        let key = &self.inner.state_key;
+        let granted = match &request.request_state {
+            None => None,
+            Some(sealed) => {
+                let state = key
+                    .open(sealed, &request.name, &input, &session)
+                    .map_err(|e| {
+                        tracing::warn!(tool = %request.name, reason = ?e, "refused a requestState");
+                        McpError::invalid_params(e.to_string(), None)
+                    })?;
+                let answer = request
+                    .input_responses
+                    .as_ref()
+                    .and_then(mrtr::answer_from)
+                    .ok_or_else(|| {
+                        McpError::invalid_params(
+                            format!("the retry carries requestState but no inputResponses.{}: answer the approval request and send its result under that key", mrtr::APPROVAL_INPUT),
+                            None,
+                        )
+                    })?;
+                if !key.mark_used(&state) {
+                    return Err(McpError::invalid_params(
+                        mrtr::StateRejected::Used.to_string(),
+                        None,
+                    ));
+                }
+                Some((state, answer))
+            }
+        };
+        let elicits = context
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some());
+        let (approver, asked) = if elicits || granted.is_some() {
+            let (a, rx) = MrtrApprover::new(granted);
+            (Some(a as Arc<dyn Approver>), Some(rx))
+        } else {
+            (None, None)
+        };
+        let (observation, question) = self
+            .drive(
+                &session,
+                &request.name,
+                input.clone(),
+                approver,
+                None,
+                asked,
+                &context,
+            )
+            .await;
+        let Some(question) = question else {
+            return Ok(render(&observation).into());
+        };
+        let state = mrtr::ApprovalState::new(&question, &request.name, &input, &session);
+        let result = mrtr::input_required(&question, key.seal(&state)).map_err(|e| {
+            McpError::internal_error(format!("building the approval request failed: {e}"), None)
+        })?;
+        Ok(CallToolResponse::InputRequired(result))
+    }
+
+    /// Run one call of the gate with cancellation and progress. With `asked`, a question
+    /// handed out by the approver withdraws the call and is returned (the call did not run).
+    #[allow(clippy::too_many_arguments)]
+    async fn drive(
+        &self,
+        session: &str,
+        name: &str,
+        input: Value,
+        approver: Option<Arc<dyn Approver>>,
+        elicit: Option<Arc<elicit::ElicitApprover>>,
+        asked: Option<oneshot::Receiver<ApprovalRequest>>,
+        context: &RequestContext<RoleServer>,
+    ) -> (Observation, Option<ApprovalRequest>) {
+        let gate = &self.inner.gate;
+        let peer = context.peer.clone();
         let cancel = Arc::new(AtomicBool::new(false));
         let call = crate::sandbox::cancellable(
             cancel.clone(),
-            gate.call_with(&self.inner.session, &request.name, input, approver),
+            gate.call_with(session, name, input, approver),
         );
         tokio::pin!(call);
+        let mut listening = asked.is_some();
+        let mut asked = asked;
+        let mut question: Option<ApprovalRequest> = None;
 
         let progress_token = context.meta.get_progress_token();
         let started = Instant::now();
@@ -230,6 +383,18 @@ impl McpConnection {
                         }
                     }
                 }
+                q = async { asked.as_mut().expect("listening").await }, if listening => {
+                    listening = false;
+                    asked = None;
+                    // The question goes to the client: the call is withdrawn (nothing runs)
+                    // and ends at the broker's next look at its cancel flag.
+                    if let Ok(q) = q {
+                        cancel.store(true, Ordering::SeqCst);
+                        cancelled_at.get_or_insert_with(Instant::now);
+                        gate.broker().withdraw(&q.id);
+                        question = Some(q);
+                    }
+                }
                 observation = &mut call => break Some(observation),
                 _ = tick.tick() => {
                     if cancelled_at.is_some_and(|at| at.elapsed() >= CANCEL_GRACE) {
@@ -238,7 +403,7 @@ impl McpConnection {
                     if let (Some(token), None) = (&progress_token, cancelled_at) {
                         let secs = started.elapsed().as_secs_f64().floor();
                         let note = ProgressNotificationParam::new(token.clone(), secs)
-                            .with_message(format!("{} running for {secs} s", request.name));
+                            .with_message(format!("{name} running for {secs} s"));
                         if let Err(e) = peer.notify_progress(note).await {
                             tracing::debug!(error = %e, "sending progress failed");
                         }
@@ -246,19 +411,16 @@ impl McpConnection {
                 }
             }
         };
-        match observation {
-            Some(o) => render(&o),
-            None => {
-                let o = Observation::error(
-                    &request.name,
-                    "",
-                    "cancelled",
-                    "the client cancelled the call".into(),
-                    None,
-                );
-                render(&o)
-            }
-        }
+        let observation = observation.unwrap_or_else(|| {
+            Observation::error(
+                name,
+                "",
+                "cancelled",
+                "the client cancelled the call".into(),
+                None,
+            )
+        });
+        (observation, question)
     }
 }
 
@@ -280,7 +442,7 @@ impl ServerHandler for McpConnection {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
     }
 
     async fn initialize(
@@ -293,6 +455,7 @@ impl ServerHandler for McpConnection {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.inner.used.store(true, Ordering::Relaxed);
         self.note_listed(self.visible_names());
         self.start_watcher(context.peer.clone());
     }
@@ -327,9 +490,25 @@ impl ServerHandler for McpConnection {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if is_modern(&context) {
+            return self.run_modern_call(request, context).await;
+        }
+        if request.request_state.is_some() || request.input_responses.is_some() {
+            return Err(McpError::invalid_params(
+                "requestState and inputResponses are for protocol 2026-07-28; this session negotiated an older version, whose approvals come as elicitation requests",
+                None,
+            ));
+        }
         self.check_list_changed(&context.peer).await;
         Ok(self.run_call(request, context).await.into())
     }
+}
+
+/// Whether the request speaks 2026-07-28 (or later).
+fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
 }
 
 /// A registry tool as MCP lists it.
