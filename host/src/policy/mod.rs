@@ -107,6 +107,8 @@ pub struct Policy {
     pub network: NetworkPolicy,
     /// `serve --http` session limits (`[http]`).
     pub http: HttpPolicy,
+    /// Where the audit is exported (`[telemetry]`, else `OTEL_EXPORTER_OTLP_ENDPOINT`).
+    pub telemetry: TelemetryPolicy,
     /// The loosest mode the managed layer allows (the gate never goes above it).
     pub mode_ceiling: Option<Mode>,
     /// What each layer applied, lowest first.
@@ -173,6 +175,24 @@ struct PolicyFile {
     shell: Option<ShellFile>,
     network: Option<NetworkFile>,
     http: Option<HttpFile>,
+    telemetry: Option<TelemetryFile>,
+}
+
+#[derive(Deserialize, Default, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+struct TelemetryFile {
+    otlp_endpoint: Option<toml::Spanned<String>>,
+}
+
+/// `[telemetry]`: export of the audit over OTLP/HTTP (see `crate::telemetry`). Set by the
+/// user, command-line, trusted workspace or managed layer (the highest wins; an untrusted
+/// workspace's is ignored and named), else by `OTEL_EXPORTER_OTLP_ENDPOINT`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TelemetryPolicy {
+    /// The collector's OTLP/HTTP base address (`/v1/traces` and `/v1/metrics` are added).
+    pub otlp_endpoint: Option<String>,
+    /// Which file (or the environment variable) set it.
+    pub source: Option<String>,
 }
 
 #[derive(Deserialize, Default, Clone, Copy, Debug)]
@@ -283,6 +303,7 @@ pub struct Layer {
     max_response_bytes: Option<u64>,
     net_timeout_ms: Option<u64>,
     http: HttpFile,
+    otlp_endpoint: Option<String>,
 }
 
 /// What to do about ignored parts, shown with them.
@@ -479,6 +500,19 @@ impl Layer {
                 )
                 .collect()
         });
+        let otlp_endpoint = file.telemetry.and_then(|t| t.otlp_endpoint).and_then(|ep| {
+            match crate::telemetry::check_endpoint(ep.get_ref()) {
+                Ok(base) => Some(base),
+                Err(message) => {
+                    problems.push(Problem {
+                        location: at(ep.span().start),
+                        message: format!("[telemetry] otlp_endpoint: {message}"),
+                        severity: "error",
+                    });
+                    None
+                }
+            }
+        });
         if !problems.is_empty() {
             return Err(problems);
         }
@@ -495,6 +529,7 @@ impl Layer {
             max_response_bytes: network.max_response_bytes,
             net_timeout_ms: network.timeout_ms,
             http: file.http.unwrap_or_default(),
+            otlp_endpoint,
         })
     }
 
@@ -536,6 +571,7 @@ impl Layer {
             max_response_bytes: None,
             net_timeout_ms: None,
             http: HttpFile::default(),
+            otlp_endpoint: None,
         }
     }
 }
@@ -562,6 +598,7 @@ impl Stack {
                 shell: ShellPolicy::default(),
                 network: NetworkPolicy::default(),
                 http: HttpPolicy::default(),
+                telemetry: TelemetryPolicy::default(),
                 mode_ceiling: None,
                 layers: Vec::new(),
                 ignored: Vec::new(),
@@ -833,6 +870,28 @@ impl Stack {
             p.network.allow_private = kept;
         }
 
+        // Where the audit goes: a repository that is not trusted must not redirect (or stop)
+        // the export of what is done on this machine. The highest layer that sets it wins.
+        if let Some(ep) = &layer.otlp_endpoint {
+            let part = format!("[telemetry] otlp_endpoint = \"{ep}\"");
+            if strict_only {
+                ignore(
+                    part,
+                    "would send the audit of calls on this machine to an address the repository chose".into(),
+                );
+            } else {
+                p.telemetry = TelemetryPolicy {
+                    otlp_endpoint: Some(ep.clone()),
+                    source: Some(layer.origin.clone()),
+                };
+                applied.push(if ceiling {
+                    format!("{part} (no other layer may change it)")
+                } else {
+                    part
+                });
+            }
+        }
+
         self.reports.push(LayerReport {
             kind: layer.kind,
             origin: layer.origin.clone(),
@@ -1013,6 +1072,28 @@ impl Policy {
             stack.push(layer, *trusted);
         }
         let mut policy = stack.finish();
+        if policy.telemetry.otlp_endpoint.is_none() {
+            if let Some(v) = std::env::var(crate::telemetry::ENDPOINT_ENV)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+            {
+                match crate::telemetry::check_endpoint(&v) {
+                    Ok(base) => {
+                        policy.telemetry = TelemetryPolicy {
+                            otlp_endpoint: Some(base),
+                            source: Some(crate::telemetry::ENDPOINT_ENV.into()),
+                        }
+                    }
+                    Err(message) => {
+                        return Err(vec![Problem {
+                            location: crate::telemetry::ENDPOINT_ENV.into(),
+                            message: format!("{message} (or unset it)"),
+                            severity: "error",
+                        }])
+                    }
+                }
+            }
+        }
         if ws.changed_since_trust {
             for i in &mut policy.ignored {
                 if i.file == ws.path.display().to_string() {
@@ -1096,6 +1177,66 @@ mod tests {
         assert!(Policy::parse("p", "mood = \"ask\"").is_err());
         assert!(Policy::parse("p", "mode = \"yolo\"").is_err());
         assert!(Policy::parse("p", "[[rules]]\nkey = \"write\"\ndecision = \"maybe\"").is_err());
+    }
+
+    #[test]
+    fn telemetry_endpoint_is_checked_and_named() {
+        let p = Policy::parse(
+            "p",
+            "[telemetry]\notlp_endpoint = \"http://127.0.0.1:4318/\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            p.telemetry.otlp_endpoint.as_deref(),
+            Some("http://127.0.0.1:4318")
+        );
+        let err = Policy::parse("p", "\n[telemetry]\notlp_endpoint = \"udp://x:1\"\n").unwrap_err();
+        assert_eq!(err[0].location, "p:3", "{err:?}");
+        assert!(
+            err[0].message.contains("[telemetry] otlp_endpoint"),
+            "{}",
+            err[0].message
+        );
+        assert!(Policy::parse("p", "[telemetry]\nendpoint = \"http://x\"\n").is_err());
+    }
+
+    #[test]
+    fn an_untrusted_layer_cannot_redirect_the_audit() {
+        let user = Layer::parse(
+            "user.toml",
+            LayerKind::User,
+            "[telemetry]\notlp_endpoint = \"http://10.0.0.1:4318\"\n",
+        )
+        .unwrap();
+        let ws = Layer::parse(
+            "ws.toml",
+            LayerKind::Workspace,
+            "[telemetry]\notlp_endpoint = \"http://evil.example:4318\"\n",
+        )
+        .unwrap();
+        let mut stack = Stack::new();
+        stack.push(&user, true);
+        stack.push(&ws, false);
+        let p = stack.finish();
+        assert_eq!(
+            p.telemetry.otlp_endpoint.as_deref(),
+            Some("http://10.0.0.1:4318")
+        );
+        assert_eq!(p.ignored.len(), 1, "{:?}", p.ignored);
+        assert!(
+            p.ignored[0].part.contains("otlp_endpoint"),
+            "{:?}",
+            p.ignored
+        );
+        let mut stack = Stack::new();
+        stack.push(&user, true);
+        stack.push(&ws, true);
+        let p = stack.finish();
+        assert_eq!(
+            p.telemetry.otlp_endpoint.as_deref(),
+            Some("http://evil.example:4318")
+        );
+        assert_eq!(p.telemetry.source.as_deref(), Some("ws.toml"));
     }
 
     #[test]

@@ -61,19 +61,30 @@ impl StateDb {
         events: &[(&str, Value)],
     ) -> Result<()> {
         let at = now_ms();
-        let rows: Vec<AuditRow> = events
+        let scrubbed: Vec<(&str, Value)> = events
             .iter()
             .map(|(event, detail)| {
                 let mut detail = detail.clone();
                 scrub(&mut detail);
-                AuditRow {
-                    call_id: call_id.to_string(),
-                    at_ms: at,
-                    session: session.to_string(),
-                    tool: tool.to_string(),
-                    event: event.to_string(),
-                    detail: detail.to_string(),
-                }
+                (*event, detail)
+            })
+            .collect();
+        // The OTLP export sees exactly what is stored (a no-op when none is configured).
+        crate::telemetry::record(
+            call_id,
+            session,
+            tool,
+            &scrubbed.iter().map(|(e, d)| (*e, d)).collect::<Vec<_>>(),
+        );
+        let rows: Vec<AuditRow> = scrubbed
+            .into_iter()
+            .map(|(event, detail)| AuditRow {
+                call_id: call_id.to_string(),
+                at_ms: at,
+                session: session.to_string(),
+                tool: tool.to_string(),
+                event: event.to_string(),
+                detail: detail.to_string(),
             })
             .collect();
         let rows = match self.writer.send(AuditMsg::Rows(rows)) {
@@ -360,6 +371,9 @@ pub(crate) fn start_writer(
                     let _ = reply.send(());
                 }
             }
+            // The database is closing (the process is done with it): what was exported over
+            // OTLP is sent before it goes, within a bound (nothing when none is configured).
+            crate::telemetry::flush();
         })?;
     Ok((tx, handle))
 }
