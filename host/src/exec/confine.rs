@@ -1449,23 +1449,54 @@ mod linux {
         Ok(pid as libc::pid_t)
     }
 
-    /// In the child with a fresh PID namespace: fork the namespace's init, which forks the
-    /// command. Returns only in the command's process; the other two wait and mirror its end.
-    fn split_for_pid_namespace() -> std::io::Result<()> {
-        let mut fds = [0 as libc::c_int; 2];
-        // SAFETY: pipe2 fills the two descriptors.
-        #[allow(unsafe_code)]
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let [read_end, write_end] = fds;
+    /// In the child with a fresh PID namespace: fork the namespace's init, which confines
+    /// itself with `setup` (view, capabilities, Landlock, seccomp: all inherited by what it
+    /// forks) and then forks the command. Returns only in the command's process; the other two
+    /// wait and mirror its end.
+    ///
+    /// The pids cgroup is joined by the init, moved there by its parent while it builds the
+    /// view: a move into a cgroup waits for an RCU grace period in the kernel (~0.5 ms here),
+    /// so doing it beside the view's ~1 ms of mounts instead of before them takes it off the
+    /// command's start. The init forks the command only once the move is done, so the command
+    /// and everything it starts are counted.
+    fn split_for_pid_namespace(
+        procs: Option<BorrowedFd<'_>>,
+        setup: &mut dyn FnMut() -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let pipe = || -> std::io::Result<[libc::c_int; 2]> {
+            let mut fds = [0 as libc::c_int; 2];
+            // SAFETY: pipe2 fills the two descriptors.
+            #[allow(unsafe_code)]
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(fds)
+        };
+        let [read_end, write_end] = pipe()?;
+        let [go_read, go_write] = pipe()?;
         let init = raw_fork()?;
         if init > 0 {
-            // The host's child: wait for init, then end as the command ended.
-            close_others(read_end);
+            // The host's child: move init into the pids cgroup, let it go on, then wait for it
+            // and end as the command ended. Without the move init is never let go: it reports
+            // the failure as the command's start error.
             // SAFETY: plain system calls on our own descriptors and child; never returns.
             #[allow(unsafe_code)]
             unsafe {
+                libc::close(write_end);
+                libc::close(go_read);
+                let moved = match procs {
+                    Some(fd) => {
+                        let mut buf = [0u8; 20];
+                        rustix::io::write(fd, decimal(init, &mut buf)).is_ok()
+                    }
+                    None => true,
+                };
+                if moved {
+                    let go = 1u8;
+                    libc::write(go_write, (&go as *const u8).cast(), 1);
+                }
+                libc::close(go_write);
+                close_others(read_end);
                 libc::close(1);
                 libc::close(2);
                 let mut status: libc::c_int = 0;
@@ -1488,7 +1519,7 @@ mod linux {
         }
         // PID 1 of the new namespace: it dies with the host's child, and when it ends every
         // process in the namespace is killed.
-        // SAFETY: prctl with integer arguments.
+        // SAFETY: prctl with integer arguments; closing our copies of the other ends.
         #[allow(unsafe_code)]
         unsafe {
             libc::prctl(
@@ -1499,6 +1530,29 @@ mod linux {
                 0,
             );
             libc::close(read_end);
+            libc::close(go_write);
+        }
+        setup()?;
+        let mut go = 0u8;
+        // SAFETY: a one-byte read into a local.
+        #[allow(unsafe_code)]
+        let n = loop {
+            let n = unsafe { libc::read(go_read, (&mut go as *mut u8).cast(), 1) };
+            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            break n;
+        };
+        if n != 1 {
+            // The move into the pids cgroup failed: nothing is started.
+            return Err(std::io::Error::from_raw_os_error(
+                Errno::AGAIN.raw_os_error(),
+            ));
+        }
+        // SAFETY: closing our copy of the go pipe.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::close(go_read);
         }
         let command = raw_fork()?;
         if command > 0 {
@@ -1620,8 +1674,10 @@ mod linux {
         #[allow(unsafe_code)]
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(cmd, move || {
-                // Join the pids cgroup first, so everything the command starts is counted.
-                if let Some(fd) = &procs {
+                // Without a PID namespace the child joins the pids cgroup first, so everything
+                // the command starts is counted (with one, its init is moved there: see
+                // `split_for_pid_namespace`).
+                if let Some(fd) = procs.as_ref().filter(|_| !pidns) {
                     let mut buf = [0u8; 20];
                     let pid = rustix::process::getpid().as_raw_nonzero().get();
                     rustix::io::write(fd, decimal(pid, &mut buf))?;
@@ -1635,35 +1691,40 @@ mod linux {
                 if !flags.is_empty() {
                     rustix::thread::unshare_unsafe(flags)?;
                 }
-                if pidns {
-                    split_for_pid_namespace()?;
-                }
-                if let Some(p) = &prepared {
-                    enter_view(p)?;
-                } else if want.mountns {
-                    mount_change(
-                        c"/",
-                        MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
-                    )?;
-                }
-                if caps {
-                    drop_capabilities(last_cap)?;
-                }
-                if let Some(r) = rules.take() {
-                    r.restrict_self().map_err(|_| {
-                        std::io::Error::from_raw_os_error(Errno::PERM.raw_os_error())
-                    })?;
-                }
-                if !filters.is_empty() {
-                    // SAFETY (of the whole): no_new_privs is set (by Landlock, and here).
-                    if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                        return Err(std::io::Error::last_os_error());
+                let mut setup = || -> std::io::Result<()> {
+                    if let Some(p) = &prepared {
+                        enter_view(p)?;
+                    } else if want.mountns {
+                        mount_change(
+                            c"/",
+                            MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
+                        )?;
                     }
-                    for f in filters {
-                        seccompiler::apply_filter(f).map_err(|_| {
+                    if caps {
+                        drop_capabilities(last_cap)?;
+                    }
+                    if let Some(r) = rules.take() {
+                        r.restrict_self().map_err(|_| {
                             std::io::Error::from_raw_os_error(Errno::PERM.raw_os_error())
                         })?;
                     }
+                    if !filters.is_empty() {
+                        // SAFETY (of the whole): no_new_privs is set (by Landlock, and here).
+                        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                        for f in filters {
+                            seccompiler::apply_filter(f).map_err(|_| {
+                                std::io::Error::from_raw_os_error(Errno::PERM.raw_os_error())
+                            })?;
+                        }
+                    }
+                    Ok(())
+                };
+                if pidns {
+                    split_for_pid_namespace(procs.as_ref().map(|fd| fd.as_fd()), &mut setup)?;
+                } else {
+                    setup()?;
                 }
                 Ok(())
             });
