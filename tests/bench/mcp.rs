@@ -1,4 +1,351 @@
 //! MCP section of the benchmark (issue #15): ping, tools/list and tools/call over the real
-//! binary on one stdio connection and over HTTP with keep-alive.
+//! binary on one stdio connection and over HTTP with keep-alive, and what a call costs over
+//! the protocol alone (call p50 - ping p50; target <= 150 µs, call p99 <= 1 ms).
+//!
+//! Over HTTP both revisions are measured on one keep-alive connection: a 2025-11-25 session
+//! (`ping` is the protocol-only baseline) and stateless 2026-07-28 requests (`ping` is gone
+//! there; `server/discover` is the baseline).
 
-pub async fn run() {}
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const FILE: &str = "hello from a thirty-five byte file\n";
+
+fn n() -> usize {
+    std::env::var("TG_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000)
+}
+
+fn serve(dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    cmd.env("TOOLGATE_CACHE_DIR", super::cache_dir())
+        .env("XDG_CONFIG_HOME", dir.join("xdg-config"))
+        .env("XDG_STATE_HOME", dir.join("xdg-state"))
+        .env_remove("TOOLGATE_LOG")
+        .env_remove("TOOLGATE_SESSION")
+        .env_remove("TOOLGATE_WORKSPACE")
+        .env_remove("TOOLGATE_MCP_STATE_KEY_FILE")
+        .arg("--workspace")
+        .arg(dir.join("ws"))
+        .arg("serve");
+    cmd
+}
+
+/// Median and 99th percentile, in µs.
+fn stats(mut t: Vec<Duration>) -> (f64, f64) {
+    t.sort();
+    (
+        super::percentile(&t, 0.5).as_secs_f64() * 1e6,
+        super::percentile(&t, 0.99).as_secs_f64() * 1e6,
+    )
+}
+
+fn time(k: usize, mut f: impl FnMut()) -> (f64, f64) {
+    for _ in 0..k / 10 + 20 {
+        f();
+    }
+    let mut t = Vec::with_capacity(k);
+    for _ in 0..k {
+        let s = Instant::now();
+        f();
+        t.push(s.elapsed());
+    }
+    stats(t)
+}
+
+fn print(label: &str, rows: &[(&str, (f64, f64))], baseline: &str) {
+    println!("{label}");
+    for (name, (p50, p99)) in rows {
+        println!("  {name:<14} p50 {p50:>8.1} µs   p99 {p99:>8.1} µs");
+    }
+    let base = rows.iter().find(|r| r.0 == baseline).map(|r| r.1 .0);
+    let call = rows.iter().find(|r| r.0 == "call read").map(|r| r.1);
+    if let (Some(base), Some((p50, p99))) = (base, call) {
+        println!(
+            "  call - {baseline}: {:>6.1} µs (target <= 150 µs); call p99 {p99:.1} µs (target <= 1000 µs)",
+            p50 - base
+        );
+    }
+}
+
+struct Stdio_ {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    id: u64,
+    line: String,
+}
+
+impl Stdio_ {
+    fn rpc(&mut self, method: &str, params: Value) -> Value {
+        self.id += 1;
+        let m = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params});
+        writeln!(self.stdin, "{m}").unwrap();
+        self.stdin.flush().unwrap();
+        loop {
+            self.line.clear();
+            assert!(
+                self.stdout.read_line(&mut self.line).unwrap() > 0,
+                "serve ended"
+            );
+            let v: Value = serde_json::from_str(&self.line).unwrap();
+            if v.get("id") == Some(&json!(self.id)) {
+                return v;
+            }
+        }
+    }
+}
+
+fn stdio(dir: &Path) {
+    let mut child = serve(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut c = Stdio_ {
+        child,
+        stdin,
+        stdout,
+        id: 0,
+        line: String::new(),
+    };
+    c.rpc(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
+    );
+    writeln!(
+        c.stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    let call = json!({"name": "read", "arguments": {"path": "small.txt"}});
+    let r = c.rpc("tools/call", call.clone());
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let k = n();
+    let ping = time(k, || {
+        c.rpc("ping", json!({}));
+    });
+    let list = time(k / 4, || {
+        c.rpc("tools/list", json!({}));
+    });
+    let read = time(k, || {
+        c.rpc("tools/call", call.clone());
+    });
+    let unknown = time(k, || {
+        c.rpc(
+            "tools/call",
+            json!({"name": "no-such-tool", "arguments": {}}),
+        );
+    });
+    print(
+        &format!("MCP over stdio (real binary, one connection, raw JSON-RPC, {k} calls)"),
+        &[
+            ("ping", ping),
+            ("tools/list", list),
+            ("call read", read),
+            ("call unknown", unknown),
+        ],
+        "ping",
+    );
+    drop(c.stdin);
+    let _ = c.child.wait();
+}
+
+/// A keep-alive HTTP/1.1 client of one connection.
+struct Http {
+    stream: BufReader<std::net::TcpStream>,
+    port: u16,
+    token: String,
+    session: Option<String>,
+    id: u64,
+}
+
+impl Http {
+    fn post(&mut self, method: &str, params: Value) -> Value {
+        self.id += 1;
+        let body = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params});
+        let body = body.to_string();
+        let session = match &self.session {
+            Some(s) => format!("Mcp-Session-Id: {s}\r\nMCP-Protocol-Version: 2025-11-25\r\n"),
+            None if method == "initialize" => String::new(),
+            None => {
+                let name = params
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .map(|n| format!("Mcp-Name: {n}\r\n"))
+                    .unwrap_or_default();
+                format!("MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n{name}")
+            }
+        };
+        let req = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{session}Content-Length: {}\r\n\r\n{body}",
+            self.port, self.token, body.len()
+        );
+        self.stream.get_mut().write_all(req.as_bytes()).unwrap();
+        let (headers, body) = self.response();
+        if let Some(s) = headers
+            .iter()
+            .find_map(|h| h.strip_prefix("mcp-session-id: "))
+        {
+            self.session = Some(s.trim().to_string());
+        }
+        // JSON, or an SSE stream whose `data:` lines carry the messages.
+        let text = String::from_utf8(body).unwrap();
+        if text.trim_start().starts_with('{') {
+            return serde_json::from_str(&text).unwrap();
+        }
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|v| v.get("id") == Some(&json!(self.id)))
+            .unwrap_or_else(|| panic!("no answer in {text}"))
+    }
+
+    fn response(&mut self) -> (Vec<String>, Vec<u8>) {
+        let mut headers = Vec::new();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            self.stream.read_line(&mut line).unwrap();
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            headers.push(l.to_ascii_lowercase());
+        }
+        assert!(headers[0].contains(" 200 "), "{headers:?}");
+        let mut body = Vec::new();
+        if let Some(len) = headers
+            .iter()
+            .find_map(|h| h.strip_prefix("content-length: "))
+        {
+            body.resize(len.trim().parse().unwrap(), 0);
+            self.stream.read_exact(&mut body).unwrap();
+        } else {
+            // Chunked.
+            loop {
+                line.clear();
+                self.stream.read_line(&mut line).unwrap();
+                let size = usize::from_str_radix(line.trim(), 16).unwrap();
+                let mut chunk = vec![0; size + 2];
+                self.stream.read_exact(&mut chunk).unwrap();
+                if size == 0 {
+                    break;
+                }
+                body.extend_from_slice(&chunk[..size]);
+            }
+        }
+        (headers, body)
+    }
+}
+
+fn http(dir: &Path) {
+    let token = "b".repeat(64);
+    let tokens = dir.join("tokens");
+    std::fs::write(&tokens, format!("{token}\n")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let mut child = serve(dir)
+        .args(["--http", "127.0.0.1:0", "--token-file"])
+        .arg(&tokens)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let port: u16 = loop {
+        let line = lines.next().expect("serve exited").unwrap();
+        if let Some(rest) = line.strip_prefix("toolgate: serving MCP on http://127.0.0.1:") {
+            break rest.trim_end_matches("/mcp").trim().parse().unwrap();
+        }
+    };
+    std::thread::spawn(move || for _ in lines.by_ref() {});
+    let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_nodelay(true).unwrap();
+    let mut c = Http {
+        stream: BufReader::new(stream),
+        port,
+        token,
+        session: None,
+        id: 0,
+    };
+    let k = n();
+    let call = json!({"name": "read", "arguments": {"path": "small.txt"}});
+
+    // 2025-11-25: one session.
+    c.post(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
+    );
+    let r = c.post("tools/call", call.clone());
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let ping = time(k, || {
+        c.post("ping", json!({}));
+    });
+    let list = time(k / 4, || {
+        c.post("tools/list", json!({}));
+    });
+    let read = time(k, || {
+        c.post("tools/call", call.clone());
+    });
+    print(
+        &format!("MCP over HTTP, 2025-11-25 session (keep-alive, one connection, {k} calls)"),
+        &[("ping", ping), ("tools/list", list), ("call read", read)],
+        "ping",
+    );
+
+    // 2026-07-28: stateless requests on the same connection.
+    c.session = None;
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let mut modern_call = call.clone();
+    modern_call["_meta"] = meta.clone();
+    let r = c.post("tools/call", modern_call.clone());
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let discover = time(k, || {
+        c.post("server/discover", json!({"_meta": meta}));
+    });
+    let list = time(k / 4, || {
+        c.post("tools/list", json!({"_meta": meta}));
+    });
+    let read = time(k, || {
+        c.post("tools/call", modern_call.clone());
+    });
+    print(
+        &format!("MCP over HTTP, 2026-07-28 stateless (keep-alive, one connection, {k} calls)"),
+        &[
+            ("server/discover", discover),
+            ("tools/list", list),
+            ("call read", read),
+        ],
+        "server/discover",
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+pub async fn run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    std::fs::write(dir.path().join("ws/small.txt"), FILE).unwrap();
+    let path = dir.path().to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        stdio(&path);
+        http(&path);
+    })
+    .await
+    .unwrap();
+}
