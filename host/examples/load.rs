@@ -76,6 +76,8 @@ struct Server {
     child: Child,
     port: u16,
     token: String,
+    /// Lines the server wrote on stderr after it listened.
+    stderr_lines: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Drop for Server {
@@ -156,10 +158,15 @@ fn start_server(bin: &Path, dir: &Path, sessions: usize) -> Server {
             _ => panic!("the server exited before it listened"),
         }
     };
-    // Keep draining (and showing) the server's stderr so it never blocks on a full pipe.
+    // Keep draining the server's stderr so it never blocks on a full pipe; the first lines
+    // are shown, the rest counted.
+    let stderr_lines = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = stderr_lines.clone();
     std::thread::spawn(move || {
         for line in lines.map_while(Result::ok) {
-            eprintln!("server: {line}");
+            if counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < 3 {
+                eprintln!("server: {line}");
+            }
         }
     });
     let port = url
@@ -174,7 +181,12 @@ fn start_server(bin: &Path, dir: &Path, sessions: usize) -> Server {
         .unwrap_or_default()
         .trim()
         .to_string();
-    Server { child, port, token }
+    Server {
+        child,
+        port,
+        token,
+        stderr_lines,
+    }
 }
 
 /// One keep-alive HTTP/1.1 connection (reopened when the server closes it).
@@ -347,33 +359,24 @@ async fn main() {
         server.status_kib("VmRSS:").unwrap_or(0)
     );
 
-    // Every worker opens its share of the sessions, all of them before any call is timed.
+    // The sessions are opened first (over a few connections), then the workers go round them.
     let stats = Arc::new(Mutex::new(Stats::default()));
     let began = Instant::now();
-    let mut workers = Vec::new();
-    let opened = Arc::new(tokio::sync::Barrier::new(a.inflight + 1));
-    let start_calls = Arc::new(tokio::sync::Notify::new());
-    let deadline = Arc::new(Mutex::new(None::<Instant>));
-    for w in 0..a.inflight {
-        let share = (w..a.sessions).step_by(a.inflight).count();
-        let (stats, opened, start_calls, deadline, token) = (
-            stats.clone(),
-            opened.clone(),
-            start_calls.clone(),
-            deadline.clone(),
-            token.clone(),
-        );
-        let port = server.port;
-        workers.push(tokio::spawn(async move {
+    let openers = a.inflight.min(32);
+    let mut opening = Vec::new();
+    for o in 0..openers {
+        let (token, port, stats) = (token.clone(), server.port, stats.clone());
+        let count = (o..a.sessions).step_by(openers).count();
+        opening.push(tokio::spawn(async move {
             let mut conn = Conn {
                 port,
                 token,
                 sender: None,
             };
-            let mut sessions = Vec::new();
-            for _ in 0..share {
+            let mut ids = Vec::new();
+            for _ in 0..count {
                 match open_session(&mut conn).await {
-                    Ok(s) => sessions.push(s),
+                    Ok(s) => ids.push(s),
                     Err(e) => {
                         *stats
                             .lock()
@@ -384,17 +387,41 @@ async fn main() {
                     }
                 }
             }
-            let notified = start_calls.notified();
-            opened.wait().await;
-            notified.await;
-            let Some(deadline) = *deadline.lock().unwrap_or_else(|p| p.into_inner()) else {
-                return 0u64;
+            ids
+        }));
+    }
+    let mut all = Vec::new();
+    for o in opening {
+        all.extend(o.await.unwrap_or_default());
+    }
+    let init_took = began.elapsed();
+    let after_init = server.status_kib("VmRSS:").unwrap_or(0);
+    println!(
+        "opened {} sessions in {:.1} s; VmRSS {} KiB, VmHWM {} KiB",
+        all.len(),
+        init_took.as_secs_f64(),
+        after_init,
+        server.status_kib("VmHWM:").unwrap_or(0)
+    );
+    let all = Arc::new(all);
+    let calls_began = Instant::now();
+    let deadline = calls_began + a.duration;
+    let mut workers = Vec::new();
+    for w in 0..a.inflight {
+        let (stats, token, all) = (stats.clone(), token.clone(), all.clone());
+        let port = server.port;
+        workers.push(tokio::spawn(async move {
+            let mut conn = Conn {
+                port,
+                token,
+                sender: None,
             };
+            let sessions: Vec<&String> = all.iter().skip(w).step_by(a.inflight).collect();
             let mut n = 0u64;
             let mut errors: BTreeMap<String, u64> = BTreeMap::new();
             let mut lat: BTreeMap<&'static str, Vec<u32>> = BTreeMap::new();
             while !sessions.is_empty() && Instant::now() < deadline {
-                let session = &sessions[(n as usize) % sessions.len()];
+                let session = sessions[(n as usize) % sessions.len()];
                 let (tool, args) = if n % 5 == 4 {
                     ("grep", json!({"pattern": "fox 1[0-9]", "path": "src"}))
                 } else {
@@ -423,7 +450,15 @@ async fn main() {
                 });
                 match r {
                     Ok(()) => lat.entry(tool).or_default().push(took),
-                    Err(e) => *errors.entry(format!("{tool}: {}", e.kind())).or_default() += 1,
+                    Err(e) => {
+                        let refused = matches!(e, Failure::Status(503) | Failure::Connect(_));
+                        *errors.entry(format!("{tool}: {}", e.kind())).or_default() += 1;
+                        if refused {
+                            // Not a hot loop against a server that turns connections away.
+                            conn.sender = None;
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                    }
                 }
                 n += 1;
             }
@@ -437,18 +472,6 @@ async fn main() {
             n
         }));
     }
-    opened.wait().await;
-    let init_took = began.elapsed();
-    let after_init = server.status_kib("VmRSS:").unwrap_or(0);
-    println!(
-        "opened the sessions in {:.1} s; VmRSS {} KiB, VmHWM {} KiB",
-        init_took.as_secs_f64(),
-        after_init,
-        server.status_kib("VmHWM:").unwrap_or(0)
-    );
-    let calls_began = Instant::now();
-    *deadline.lock().unwrap_or_else(|p| p.into_inner()) = Some(calls_began + a.duration);
-    start_calls.notify_waiters();
     // Sample RSS while the calls run.
     let mut peak_rss = after_init;
     let sampler = async {
@@ -483,6 +506,11 @@ async fn main() {
             percentile(v, 1.0)
         );
     }
+    let ok: usize = stats.latencies.values().map(Vec::len).sum();
+    println!(
+        "{ok} answered calls: {:.0} calls/s",
+        ok as f64 / wall.as_secs_f64()
+    );
     let errors: u64 = stats.errors.values().sum();
     println!("errors: {errors}");
     for (k, c) in &stats.errors {
@@ -493,6 +521,12 @@ async fn main() {
         hwm,
         hwm as f64 / 1024.0,
         peak_rss
+    );
+    println!(
+        "server stderr lines after it listened: {}",
+        server
+            .stderr_lines
+            .load(std::sync::atomic::Ordering::Relaxed)
     );
     drop(server);
 }

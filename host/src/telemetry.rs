@@ -146,7 +146,7 @@ fn current() -> Option<Arc<Exporter>> {
 /// Export one call's audit events (already scrubbed as the audit stores them). `intent`
 /// opens the call's span, `decision` sets its decision attributes and counts it, `completed`
 /// ends it. Never blocks on the network.
-pub(crate) fn record(call_id: &str, session: &str, tool: &str, events: &[(&str, &Value)]) {
+pub(crate) fn record(call_id: &str, session: &str, tool: &str, events: &[(&str, Value)]) {
     if let Some(exporter) = current() {
         exporter.record(call_id, session, tool, events);
     }
@@ -251,7 +251,7 @@ impl Exporter {
         })
     }
 
-    fn record(&self, call_id: &str, session: &str, tool: &str, events: &[(&str, &Value)]) {
+    fn record(&self, call_id: &str, session: &str, tool: &str, events: &[(&str, Value)]) {
         let now = SystemTime::now();
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         for (event, detail) in events {

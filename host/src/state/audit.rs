@@ -70,12 +70,7 @@ impl StateDb {
             })
             .collect();
         // The OTLP export sees exactly what is stored (a no-op when none is configured).
-        crate::telemetry::record(
-            call_id,
-            session,
-            tool,
-            &scrubbed.iter().map(|(e, d)| (*e, d)).collect::<Vec<_>>(),
-        );
+        crate::telemetry::record(call_id, session, tool, &scrubbed);
         let rows: Vec<AuditRow> = scrubbed
             .into_iter()
             .map(|(event, detail)| AuditRow {
