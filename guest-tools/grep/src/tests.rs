@@ -285,3 +285,92 @@ fn names_that_are_not_utf8_are_skipped_and_counted_never_lossy() {
     assert_eq!(r.content, "ok.txt:1:hello\n");
     assert_eq!(r.data["unreadable"], 1);
 }
+
+#[test]
+fn required_literals_are_read_conservatively() {
+    use crate::required_literal as lit;
+    let some = |s: &str| Some(s.to_string());
+    assert_eq!(lit("unsafe impl Send for"), some("unsafe impl Send for"));
+    assert_eq!(lit(r"fn \w+_unchecked\("), some("_unchecked("));
+    assert_eq!(lit(r"a\.b"), some("a.b"));
+    assert_eq!(lit("colou?r"), some("colo"));
+    assert_eq!(lit("ab+cd"), some("ab"));
+    assert_eq!(lit("xy*zzz"), some("zzz"));
+    assert_eq!(lit("ab{0,2}cdef"), some("cdef"));
+    assert_eq!(lit("ab{2}c"), some("ab"));
+    assert_eq!(lit("(foo|bar)bazz"), some("bazz"));
+    assert_eq!(lit(r"[)(|]+longest"), some("longest"));
+    assert_eq!(lit(r"\x41\x{42}cd"), some("cd"));
+    assert_eq!(lit(r"\p{Greek}\pLxyz"), some("xyz"));
+    assert_eq!(lit("héllo wörld"), some("héllo wörld"));
+    assert_eq!(lit("foo|bar"), None);
+    assert_eq!(lit("(?i)hello"), None);
+    assert_eq!(lit("(?x)h e l l o"), None);
+    assert_eq!(lit(r"\w+"), None);
+    assert_eq!(lit("a?"), None);
+}
+
+#[test]
+fn a_required_literal_is_in_every_match() {
+    use crate::required_literal as lit;
+    let patterns = [
+        r"fn \w+_unchecked\(",
+        "colou?r",
+        "ab+cd",
+        "xy*zzz",
+        "ab{0,2}cdef",
+        "ab{2}c",
+        "(foo|bar)bazz",
+        r"[)(|]+longest",
+        r"\x41\x{42}cd",
+        r"a\.b",
+        r"^abc$",
+        r"\bword\b",
+        r"(?:ab)+cd",
+        r"x(?P<n>y)z",
+        "a.c",
+    ];
+    let hays = [
+        "fn get_unchecked(",
+        "fn x_unchecked(",
+        "color",
+        "colour",
+        "abbbcd",
+        "xzzz",
+        "xyyyzzz",
+        "acdef",
+        "abbcdef",
+        "abbc",
+        "foobazz",
+        "barbazz",
+        ")(|longest",
+        "ABcd",
+        "a.b",
+        "abc",
+        "a word here",
+        "ababcd",
+        "xyz",
+        "abc",
+        "a\nc",
+    ];
+    for p in patterns {
+        let re = regex::bytes::RegexBuilder::new(p)
+            .multi_line(true)
+            .crlf(true)
+            .build()
+            .unwrap();
+        let needle = lit(p);
+        for h in hays {
+            for hay in [h.to_string(), format!("pre {h} post"), format!("x\n{h}\ny")] {
+                if re.is_match(hay.as_bytes()) {
+                    if let Some(n) = &needle {
+                        assert!(
+                            hay.contains(n.as_str()),
+                            "{p:?} matched {hay:?} without {n:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

@@ -7,6 +7,11 @@
 //! regular, very large ones) come as [`Contents::NotRead`]: open them yourself, through
 //! `wasi:filesystem`, where the host's filesystem guard decides. Otherwise (and in native
 //! tests) the walk is [`crate::walk::walk`] and every file is `NotRead`.
+//!
+//! [`files_sifted`] (`toolgate:search/read-ahead@0.2.0`) also lets the host, which reads on
+//! several threads, sort out the files the tool need not see ([`Sift`]): binary ones and ones
+//! without any of the tool's needles come without their contents ([`Contents::Binary`],
+//! [`Contents::NoNeedle`]). The files still come in walk order.
 
 use crate::walk::{self, Options};
 use crate::Context;
@@ -22,6 +27,28 @@ pub mod __wit {
     });
 }
 
+/// The interface's generated bindings, version 0.2.0.
+#[cfg(all(feature = "host-read-ahead", target_arch = "wasm32"))]
+#[doc(hidden)]
+pub mod __wit2 {
+    wit_bindgen::generate!({
+        path: "../../tools-wit/wit/search/since_v0.2.0",
+        world: "read-ahead-host",
+    });
+}
+
+/// What the host may sort out while it reads (only where it reads ahead; elsewhere every file
+/// comes `NotRead` and the tool decides).
+#[derive(Debug, Default, Clone)]
+pub struct Sift {
+    /// When not 0: a file with a NUL byte in its first `binary_prefix` bytes comes as
+    /// [`Contents::Binary`].
+    pub binary_prefix: usize,
+    /// When not empty: a file (not binary) that contains none of these comes as
+    /// [`Contents::NoNeedle`]. Pass only strings every match must contain.
+    pub needles: Vec<Vec<u8>>,
+}
+
 /// What is known of a file's contents.
 #[derive(Debug)]
 pub enum Contents {
@@ -31,6 +58,10 @@ pub enum Contents {
     TooLarge(u64),
     /// Not read: open it yourself.
     NotRead,
+    /// Read by the host: binary ([`Sift::binary_prefix`]).
+    Binary,
+    /// Read by the host: none of [`Sift::needles`] is in it.
+    NoNeedle,
 }
 
 /// One file found.
@@ -109,6 +140,27 @@ pub fn files(
     }
 }
 
+/// [`files`], with the host sorting out what `sift` says while it reads (0.2.0). Without the
+/// read-ahead every file comes `NotRead`, as from [`files`].
+pub fn files_sifted(
+    cx: &Context,
+    start: &Path,
+    include: Option<&Include>,
+    max_file_bytes: u64,
+    sift: &Sift,
+    visit: impl FnMut(File) -> bool,
+) -> usize {
+    #[cfg(all(feature = "host-read-ahead", target_arch = "wasm32"))]
+    {
+        read_ahead_sifted(cx, start, include, max_file_bytes, sift, visit)
+    }
+    #[cfg(not(all(feature = "host-read-ahead", target_arch = "wasm32")))]
+    {
+        let _ = (max_file_bytes, sift);
+        walked(cx, start, include, visit)
+    }
+}
+
 /// The files of [`walk::walk`], none of them read.
 fn walked(
     cx: &Context,
@@ -176,6 +228,64 @@ fn read_ahead(
                 ra::Contents::Bytes(b) => Contents::Bytes(b),
                 ra::Contents::TooLarge(n) => Contents::TooLarge(n),
                 ra::Contents::NotRead => Contents::NotRead,
+            };
+            if !visit(File {
+                path,
+                rel,
+                contents,
+            }) {
+                return errors;
+            }
+        }
+        if batch.done {
+            return errors;
+        }
+    }
+}
+
+#[cfg(all(feature = "host-read-ahead", target_arch = "wasm32"))]
+fn read_ahead_sifted(
+    cx: &Context,
+    start: &Path,
+    include: Option<&Include>,
+    max_file_bytes: u64,
+    sift: &Sift,
+    mut visit: impl FnMut(File) -> bool,
+) -> usize {
+    use __wit2::toolgate::search::read_ahead as ra;
+    let reader = match ra::open(
+        &start.to_string_lossy(),
+        &ra::Options {
+            include_glob: include.map(|i| i.glob().to_string()),
+            max_file_bytes,
+            binary_prefix: u32::try_from(sift.binary_prefix).unwrap_or(u32::MAX),
+            needles: sift.needles.clone(),
+        },
+    ) {
+        Ok(reader) => reader,
+        // Refused (a start the walk refuses too, another reader open) or no thread: the same
+        // files through the walk, read by the tool itself.
+        Err(_) => return walked(cx, start, include, visit),
+    };
+    let mut errors = 0usize;
+    loop {
+        let batch = reader.next();
+        errors += batch.errors as usize;
+        for file in batch.files {
+            let path = start.join(&file.path);
+            let rel = cx.relative(&path);
+            // No deny-list check here, as in the host walk (`walk.rs`): the host applied it to
+            // the real paths, which are these.
+            // The host filtered by `include` already; the tool decides.
+            if include.is_some_and(|i| !i.matches(&file.path)) {
+                continue;
+            }
+            let contents = match file.contents {
+                ra::Contents::Bytes(b) => Contents::Bytes(b),
+                ra::Contents::TooLarge(n) => Contents::TooLarge(n),
+                ra::Contents::NotRead => Contents::NotRead,
+                ra::Contents::Binary => Contents::Binary,
+                ra::Contents::NoNeedle => Contents::NoNeedle,
             };
             if !visit(File {
                 path,

@@ -19,51 +19,179 @@
 //! at most [`WAIT`] so the call's deadline and cancellation still apply; dropping the reader
 //! (or the store, when the call ends in any way) stops the thread at its next file.
 
+//! The read-ahead (`toolgate:search/read-ahead@0.1.0` and `@0.2.0`): `grep` asks the host to
+//! walk a directory and read its files on host threads, so that reading the next files (the
+//! system calls and the copy out of the page cache) overlaps with the tool searching the current
+//! ones in the guest. The call stays one guest instance with one output; the host adds threads
+//! of plain I/O: one walks and cuts the files into numbered chunks, [`workers`] read the chunks
+//! (each chunk by one worker, its files in order), and `next` hands the chunks to the tool in
+//! their walk order, so the order and the totals do not depend on the number of threads.
+//! With 0.2.0 a worker also sorts out what the tool need not see: a binary file (a NUL byte in
+//! its first `binary-prefix` bytes) or one holding none of the tool's `needles` comes back
+//! without its contents.
+//!
+//! The host decides what is read, the same way it decides what the walk lists
+//! ([`super::walk`]): only below the call's own preopens, with the deny-list applied to real
+//! paths, ignore files and default ignores honoured, nothing followed through a symlink. A file
+//! is opened with `openat(O_NOFOLLOW)` on the descriptor of the directory the walk listed it in
+//! (never by path), without blocking, and read only when what was opened is the regular file
+//! the listing named (its inode); a name that now is another file (exchanged or renamed over by
+//! a racing process) is skipped and counted as an error, and anything else (a symlink, a FIFO,
+//! an open error) is handed back as `not-read`, and the tool opens it through
+//! `wasi:filesystem`, where the filesystem guard decides as for any open.
+//!
+//! Bounded: one reader per call at a time, at most [`OUTSTANDING`] chunks walked and not yet
+//! taken by the tool, each holding at most [`CHUNK_BYTES`] of contents (or one file up to
+//! [`MAX_READ_AHEAD_FILE`]); a file that would go over is left to the tool (`not-read`);
+//! `next` waits at most [`WAIT`] so the call's deadline and cancellation still apply; dropping
+//! the reader (or the store, when the call ends in any way) stops every thread at its next file.
+
 use super::fsguard::FsDeny;
-use super::walk::{WalkOptions, Walker};
+use super::walk::{Found, WalkOptions, Walker};
 use crate::gate::scope::LinkSnapshot;
 use rustix::fd::{AsFd as _, BorrowedFd};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{mpsc, Mutex};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use wasmtime::component::Resource;
 
-/// The WIT bindings of `toolgate:search@0.1.0`.
+/// The WIT bindings of `toolgate:search@0.1.0` and `@0.2.0`.
 pub(crate) mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../tools-wit/wit/search/since_v0.1.0",
-        world: "read-ahead-host",
-        with: {
-            "toolgate:search/read-ahead.reader": super::Reader,
-        },
-    });
+    /// `toolgate:search@0.1.0` (the files' contents only).
+    pub(crate) mod v1 {
+        wasmtime::component::bindgen!({
+            path: "../tools-wit/wit/search/since_v0.1.0",
+            world: "read-ahead-host",
+            with: {
+                "toolgate:search/read-ahead.reader": super::super::Reader,
+            },
+        });
+    }
+
+    /// `toolgate:search@0.2.0` (binary files and needles sorted out by the host).
+    pub(crate) mod v2 {
+        wasmtime::component::bindgen!({
+            path: "../tools-wit/wit/search/since_v0.2.0",
+            world: "read-ahead-host",
+            with: {
+                "toolgate:search/read-ahead.reader": super::super::Reader,
+            },
+        });
+    }
+
+    /// Both versions, linked together (one reader per call across them).
+    pub(crate) struct ReadAheadHost;
+
+    impl ReadAheadHost {
+        /// Add both versions' imports to `linker`.
+        pub(crate) fn add_to_linker<T, D>(
+            linker: &mut wasmtime::component::Linker<T>,
+            host_getter: fn(&mut T) -> D::Data<'_>,
+        ) -> wasmtime::Result<()>
+        where
+            T: 'static,
+            D: wasmtime::component::HasData,
+            for<'a> D::Data<'a>:
+                v1::toolgate::search::read_ahead::Host + v2::toolgate::search::read_ahead::Host,
+        {
+            v1::ReadAheadHost::add_to_linker::<T, D>(linker, host_getter)?;
+            v2::ReadAheadHost::add_to_linker::<T, D>(linker, host_getter)
+        }
+    }
 }
 
-use bindings::toolgate::search::read_ahead as ra;
+use bindings::v1::toolgate::search::read_ahead as ra1;
+use bindings::v2::toolgate::search::read_ahead as ra2;
 
 /// The interfaces of the search package (any version).
 pub const SEARCH_INTERFACE_PREFIX: &str = "toolgate:search/";
 
-/// Most content bytes in one batch (a single larger file makes a batch of its own).
-const BATCH_BYTES: usize = 4 << 20;
-/// Most files in one batch.
-const BATCH_FILES: usize = 1024;
-/// Files in the first batch: small, so the tool starts searching early; each batch after it
-/// may hold twice as many, up to [`BATCH_FILES`].
-const FIRST_BATCH_FILES: usize = 16;
-/// A batch is sent once it has been filling this long, full or not (a slow disk).
-const BATCH_TIME: Duration = Duration::from_millis(50);
-/// Batches read ahead and not yet taken by the tool.
-const QUEUED: usize = 2;
+/// Most content bytes one chunk holds; a file that would go over is left to the tool, unless
+/// it is the chunk's first file kept whole.
+const CHUNK_BYTES: usize = 8 << 20;
+/// Most files in one chunk.
+const CHUNK_FILES: usize = 512;
+/// Files in the first chunk: small, so the tool starts searching early; each chunk after it
+/// may hold twice as many, up to [`CHUNK_FILES`].
+const FIRST_CHUNK_FILES: usize = 16;
+/// A chunk is sent to the workers once it has been filling this long, full or not (a slow
+/// disk).
+const CHUNK_TIME: Duration = Duration::from_millis(50);
+/// Chunks walked and not yet taken by the tool (being read, read, or waiting for an earlier
+/// one).
+const OUTSTANDING: usize = 4;
 /// Larger files are left to the tool (`not-read`): the read-ahead holds whole files.
 const MAX_READ_AHEAD_FILE: u64 = 16 << 20;
 /// Longest wait inside `next`: the guest's epoch deadline cannot interrupt a host call.
 const WAIT: Duration = Duration::from_millis(100);
+/// Most reading threads per reader.
+const MAX_WORKERS: usize = 4;
+/// Most needles, and most needle bytes in all, a tool may pass.
+const MAX_NEEDLES: usize = 64;
+const MAX_NEEDLE_BYTES: usize = 64 << 10;
+/// The environment variable that sets the number of reading threads per reader (1 to
+/// [`MAX_WORKERS`]; default: the machine's cores, at most [`MAX_WORKERS`]).
+pub const THREADS_ENV: &str = "TOOLGATE_READ_AHEAD_THREADS";
 
-/// A walk being read ahead (the `reader` resource).
+/// Reading threads per reader: [`THREADS_ENV`] or the available cores, 1 to [`MAX_WORKERS`].
+fn workers() -> usize {
+    static WORKERS: OnceLock<usize> = OnceLock::new();
+    *WORKERS.get_or_init(|| {
+        std::env::var(THREADS_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .clamp(1, MAX_WORKERS)
+    })
+}
+
+/// A file's contents as a worker found them (both versions' `contents`).
+#[derive(Debug)]
+enum Got {
+    Bytes(Vec<u8>),
+    TooLarge(u64),
+    NotRead,
+    Binary,
+    NoNeedle,
+}
+
+/// One file of a chunk.
+struct Item {
+    path: String,
+    got: Got,
+}
+
+/// Files found by the walk, in walk order, for one worker to read.
+struct Job {
+    seq: u64,
+    files: Vec<Found>,
+    /// Walk errors since the previous job.
+    errors: u32,
+    /// The walk's last job.
+    last: bool,
+}
+
+/// A job read.
+struct Chunk {
+    seq: u64,
+    files: Vec<Item>,
+    /// The job's walk errors and the files found swapped while reading it.
+    errors: u32,
+    last: bool,
+}
+
+/// A walk being read ahead (the `reader` resource of both versions).
 pub struct Reader {
-    batches: mpsc::Receiver<ra::Batch>,
+    chunks: mpsc::Receiver<Chunk>,
+    /// Chunks that came before their turn, by number.
+    early: BTreeMap<u64, Chunk>,
+    /// The number of the chunk the tool gets next.
+    next_seq: u64,
+    /// A permit back to the walking thread per chunk taken (it walks at most
+    /// [`OUTSTANDING`] chunks ahead).
+    permits: mpsc::SyncSender<()>,
     stop: Arc<AtomicBool>,
     done: bool,
 }
@@ -71,6 +199,40 @@ pub struct Reader {
 impl Drop for Reader {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Reader {
+    /// The next chunk in walk order: its files, errors and whether it is the last; waits at
+    /// most [`WAIT`] (no files, not done: ask again).
+    fn take(&mut self) -> (Vec<Item>, u32, bool) {
+        if self.done {
+            return (Vec::new(), 0, true);
+        }
+        let until = Instant::now() + WAIT;
+        loop {
+            if let Some(chunk) = self.early.remove(&self.next_seq) {
+                self.next_seq += 1;
+                let _ = self.permits.try_send(());
+                self.done = chunk.last;
+                return (chunk.files, chunk.errors, chunk.last);
+            }
+            match self
+                .chunks
+                .recv_timeout(until.saturating_duration_since(Instant::now()))
+            {
+                Ok(chunk) => {
+                    self.early.insert(chunk.seq, chunk);
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => return (Vec::new(), 0, false),
+                // Every thread ended without the last chunk: they were stopped (the call is
+                // being cancelled) or could not go on.
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    self.done = true;
+                    return (Vec::new(), 1, true);
+                }
+            }
+        }
     }
 }
 
@@ -106,20 +268,36 @@ impl Include {
     }
 }
 
-impl ra::Host for super::CallState {
-    fn open(&mut self, start: String, options: ra::Options) -> Result<Resource<Reader>, String> {
+/// What a reader sorts out (0.2.0's options beyond 0.1.0's).
+#[derive(Default, Clone)]
+struct Sort {
+    binary_prefix: usize,
+    needles: Vec<Vec<u8>>,
+}
+
+impl super::CallState {
+    fn open_reader(
+        &mut self,
+        start: String,
+        include_glob: Option<String>,
+        max_file: u64,
+        sort: Sort,
+    ) -> Result<Resource<Reader>, String> {
         if self.read_ahead_open {
             return Err(format!(
                 "cannot read `{start}` ahead: another reader of this call is still open (drop it first)"
             ));
         }
-        let include = options
-            .include_glob
-            .as_deref()
-            .map(Include::new)
-            .transpose()?;
+        if sort.needles.len() > MAX_NEEDLES
+            || sort.needles.iter().map(Vec::len).sum::<usize>() > MAX_NEEDLE_BYTES
+        {
+            return Err(format!(
+                "cannot read `{start}` ahead: at most {MAX_NEEDLES} needles of {MAX_NEEDLE_BYTES} bytes in all are accepted; pass fewer"
+            ));
+        }
+        let include = include_glob.as_deref().map(Include::new).transpose()?;
         // The start is resolved and its first directory listed here, so a refused start is an
-        // error of this call and not of the thread.
+        // error of this call and not of a thread.
         let cancel = super::current_cancel_flag();
         let walker = Walker::new_cancellable(
             self.walk.clone(),
@@ -128,26 +306,59 @@ impl ra::Host for super::CallState {
             cancel.as_deref(),
         )?;
         let stop = Arc::new(AtomicBool::new(false));
-        let (tx, rx) = mpsc::sync_channel(QUEUED);
+        let (permits, permit_rx) = mpsc::sync_channel(OUTSTANDING);
+        for _ in 0..OUTSTANDING {
+            let _ = permits.try_send(());
+        }
+        let (job_tx, job_rx) = mpsc::channel::<Job>();
+        let (chunk_tx, chunk_rx) = mpsc::channel::<Chunk>();
+        let jobs = Arc::new(Mutex::new(job_rx));
+        let mut spawned = 0;
+        for _ in 0..workers() {
+            let worker = Worker {
+                deny: self.walk.deny.clone(),
+                links: LinkSnapshot::default(),
+                max_file,
+                sort: sort.clone(),
+                stop: stop.clone(),
+                cancel: cancel.clone(),
+                jobs: jobs.clone(),
+                chunks: chunk_tx.clone(),
+                buf: Vec::new(),
+            };
+            if std::thread::Builder::new()
+                .name("toolgate-read-ahead".into())
+                .spawn(move || worker.run())
+                .is_ok()
+            {
+                spawned += 1;
+            }
+        }
+        drop(chunk_tx);
+        if spawned == 0 {
+            return Err(format!(
+                "cannot read `{start}` ahead: no thread could be started"
+            ));
+        }
         let work = Work {
-            deny: self.walk.deny.clone(),
-            links: LinkSnapshot::default(),
-            swapped: 0,
             walker,
             include,
-            max_file: options.max_file_bytes,
             stop: stop.clone(),
             cancel,
-            batches: tx,
+            permits: permit_rx,
+            jobs: job_tx,
         };
         std::thread::Builder::new()
-            .name("toolgate-read-ahead".into())
+            .name("toolgate-read-ahead-walk".into())
             .spawn(move || work.run())
             .map_err(|e| format!("cannot read `{start}` ahead: no thread: {e}"))?;
         let reader = self
             .table
             .push(Reader {
-                batches: rx,
+                chunks: chunk_rx,
+                early: BTreeMap::new(),
+                next_seq: 0,
+                permits,
                 stop,
                 done: false,
             })
@@ -155,77 +366,141 @@ impl ra::Host for super::CallState {
         self.read_ahead_open = true;
         Ok(reader)
     }
-}
 
-impl ra::HostReader for super::CallState {
-    fn next(&mut self, reader: Resource<Reader>) -> ra::Batch {
-        let empty = |done| ra::Batch {
-            files: Vec::new(),
-            errors: 0,
-            done,
-        };
-        let Ok(reader) = self.table.get_mut(&reader) else {
-            return empty(true);
-        };
-        if reader.done {
-            return empty(true);
-        }
-        match reader.batches.recv_timeout(WAIT) {
-            Ok(batch) => {
-                reader.done = batch.done;
-                batch
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => empty(false),
-            // The thread ended without its last batch: it was stopped (the call is being
-            // cancelled) or could not go on.
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                reader.done = true;
-                ra::Batch {
-                    files: Vec::new(),
-                    errors: 1,
-                    done: true,
-                }
-            }
-        }
-    }
-
-    fn drop(&mut self, reader: Resource<Reader>) -> wasmtime::Result<()> {
+    fn drop_reader(&mut self, reader: Resource<Reader>) -> wasmtime::Result<()> {
         self.table.delete(reader)?;
         self.read_ahead_open = false;
         Ok(())
     }
 }
 
-/// The thread's side.
+impl ra1::Host for super::CallState {
+    fn open(&mut self, start: String, options: ra1::Options) -> Result<Resource<Reader>, String> {
+        self.open_reader(
+            start,
+            options.include_glob,
+            options.max_file_bytes,
+            Sort::default(),
+        )
+    }
+}
+
+impl ra1::HostReader for super::CallState {
+    fn next(&mut self, reader: Resource<Reader>) -> ra1::Batch {
+        let Ok(reader) = self.table.get_mut(&reader) else {
+            return ra1::Batch {
+                files: Vec::new(),
+                errors: 0,
+                done: true,
+            };
+        };
+        let (files, errors, done) = reader.take();
+        ra1::Batch {
+            files: files
+                .into_iter()
+                .map(|f| ra1::File {
+                    path: f.path,
+                    contents: match f.got {
+                        Got::Bytes(b) => ra1::Contents::Bytes(b),
+                        Got::TooLarge(n) => ra1::Contents::TooLarge(n),
+                        // Not asked for in 0.1.0, so never found: the tool reads it itself.
+                        Got::NotRead | Got::Binary | Got::NoNeedle => ra1::Contents::NotRead,
+                    },
+                })
+                .collect(),
+            errors,
+            done,
+        }
+    }
+
+    fn drop(&mut self, reader: Resource<Reader>) -> wasmtime::Result<()> {
+        self.drop_reader(reader)
+    }
+}
+
+impl ra2::Host for super::CallState {
+    fn open(&mut self, start: String, options: ra2::Options) -> Result<Resource<Reader>, String> {
+        let sort = Sort {
+            binary_prefix: options.binary_prefix as usize,
+            needles: options.needles,
+        };
+        self.open_reader(start, options.include_glob, options.max_file_bytes, sort)
+    }
+}
+
+impl ra2::HostReader for super::CallState {
+    fn next(&mut self, reader: Resource<Reader>) -> ra2::Batch {
+        let Ok(reader) = self.table.get_mut(&reader) else {
+            return ra2::Batch {
+                files: Vec::new(),
+                errors: 0,
+                done: true,
+            };
+        };
+        let (files, errors, done) = reader.take();
+        ra2::Batch {
+            files: files
+                .into_iter()
+                .map(|f| ra2::File {
+                    path: f.path,
+                    contents: match f.got {
+                        Got::Bytes(b) => ra2::Contents::Bytes(b),
+                        Got::TooLarge(n) => ra2::Contents::TooLarge(n),
+                        Got::NotRead => ra2::Contents::NotRead,
+                        Got::Binary => ra2::Contents::Binary,
+                        Got::NoNeedle => ra2::Contents::NoNeedle,
+                    },
+                })
+                .collect(),
+            errors,
+            done,
+        }
+    }
+
+    fn drop(&mut self, reader: Resource<Reader>) -> wasmtime::Result<()> {
+        self.drop_reader(reader)
+    }
+}
+
+fn stopped(stop: &AtomicBool, cancel: Option<&AtomicBool>) -> bool {
+    stop.load(Ordering::Relaxed) || cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+}
+
+/// The walking thread: cuts the walk's files into numbered jobs.
 struct Work {
     walker: Walker,
-    /// The deny-list, for the second names of secrets (hard links).
-    deny: Option<Arc<FsDeny>>,
-    /// The secrets' inodes for this reader, looked up on the first file with several links.
-    links: LinkSnapshot,
-    /// Files that were no longer what the listing named when opened (counted as errors).
-    swapped: u32,
     include: Option<Include>,
-    max_file: u64,
     stop: Arc<AtomicBool>,
     cancel: Option<Arc<AtomicBool>>,
-    batches: mpsc::SyncSender<ra::Batch>,
+    /// One permit per job sent; the reader gives one back per chunk taken.
+    permits: mpsc::Receiver<()>,
+    jobs: mpsc::Sender<Job>,
 }
 
 impl Work {
     fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
-            || self
-                .cancel
-                .as_deref()
-                .is_some_and(|c| c.load(Ordering::Relaxed))
+        stopped(&self.stop, self.cancel.as_deref())
+    }
+
+    /// Wait for a permit to send another job; false when the reader is gone or stopped.
+    fn permit(&self) -> bool {
+        loop {
+            if self.stopped() {
+                return false;
+            }
+            match self.permits.recv_timeout(WAIT) {
+                Ok(()) => return true,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return false,
+            }
+        }
     }
 
     fn run(mut self) {
         let mut files = Vec::new();
-        let mut bytes = 0usize;
-        let mut limit = FIRST_BATCH_FILES;
+        let mut limit = FIRST_CHUNK_FILES;
         let mut reported = 0u32;
+        let mut seq = 0u64;
         let mut began = Instant::now();
         loop {
             if self.stopped() {
@@ -244,58 +519,179 @@ impl Work {
             {
                 continue;
             }
+            files.push(found);
+            if files.len() >= limit || began.elapsed() >= CHUNK_TIME {
+                if !self.permit() {
+                    return;
+                }
+                let job = Job {
+                    seq,
+                    files: std::mem::take(&mut files),
+                    errors: self.walker.errors - reported,
+                    last: false,
+                };
+                reported = self.walker.errors;
+                // Every worker is gone: nobody wants the rest.
+                if self.jobs.send(job).is_err() {
+                    return;
+                }
+                seq += 1;
+                limit = (limit * 2).min(CHUNK_FILES);
+                began = Instant::now();
+            }
+        }
+        if self.permit() {
+            let _ = self.jobs.send(Job {
+                seq,
+                files,
+                errors: self.walker.errors - reported,
+                last: true,
+            });
+        }
+    }
+}
+
+/// A reading thread: reads whole jobs, one at a time.
+struct Worker {
+    /// The deny-list, for the second names of secrets (hard links).
+    deny: Option<Arc<FsDeny>>,
+    /// The secrets' inodes for this worker, looked up on the first file with several links.
+    links: LinkSnapshot,
+    max_file: u64,
+    sort: Sort,
+    stop: Arc<AtomicBool>,
+    cancel: Option<Arc<AtomicBool>>,
+    jobs: Arc<Mutex<mpsc::Receiver<Job>>>,
+    chunks: mpsc::Sender<Chunk>,
+    /// The read buffer, kept for the next file when a file's contents are not handed on.
+    buf: Vec<u8>,
+}
+
+impl Worker {
+    fn run(mut self) {
+        loop {
+            let job = {
+                let Ok(jobs) = self.jobs.lock() else { return };
+                match jobs.recv() {
+                    Ok(job) => job,
+                    // The walk is over (or stopped) and every job was taken.
+                    Err(_) => return,
+                }
+            };
+            let Some(chunk) = self.read(job) else { return };
+            // The reader was dropped: the tool does not want the rest.
+            if self.chunks.send(chunk).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Read a job's files in order; `None` when stopped.
+    fn read(&mut self, job: Job) -> Option<Chunk> {
+        let mut files = Vec::with_capacity(job.files.len());
+        let mut held = 0usize;
+        let mut swapped = 0u32;
+        for found in job.files {
+            if stopped(&self.stop, self.cancel.as_deref()) {
+                return None;
+            }
             let (deny, links) = (&self.deny, &mut self.links);
             let mut linked = |dev, ino, nlink| {
                 deny.as_ref()
                     .is_some_and(|d| d.linked_secret(links, dev, ino, nlink))
             };
+            // What the chunk may still hold: a file that would go over is left to the tool,
+            // unless nothing is held yet.
+            let room = if held == 0 {
+                usize::MAX
+            } else {
+                CHUNK_BYTES.saturating_sub(held)
+            };
             // A hard link to a secret is skipped like the secret itself; a name swapped since
             // the listing is skipped and counted.
-            let contents = match read_plain(
+            let got = match read_plain(
                 found.dir.as_fd(),
                 &found.name,
                 (found.dev, found.ino),
                 self.max_file,
+                room as u64,
                 &mut linked,
+                &mut self.buf,
             ) {
-                Ok(contents) => contents,
+                Ok(Read::Whole) => self.sort(),
+                Ok(Read::TooLarge(n)) => Got::TooLarge(n),
+                Ok(Read::NotRead) => Got::NotRead,
                 Err(Skip::Secret) => continue,
                 Err(Skip::Swapped) => {
-                    self.swapped += 1;
+                    swapped += 1;
                     continue;
                 }
             };
-            if let ra::Contents::Bytes(b) = &contents {
-                bytes += b.len();
+            if let Got::Bytes(b) = &got {
+                held += b.len();
             }
-            bytes += found.sub.len() + 32;
-            files.push(ra::File {
+            files.push(Item {
                 path: found.sub,
-                contents,
+                got,
             });
-            if files.len() >= limit || bytes >= BATCH_BYTES || began.elapsed() >= BATCH_TIME {
-                let errors = self.walker.errors + self.swapped - reported;
-                reported = self.walker.errors + self.swapped;
-                let batch = ra::Batch {
-                    files: std::mem::take(&mut files),
-                    errors,
-                    done: false,
-                };
-                // The reader was dropped: the tool does not want the rest.
-                if self.batches.send(batch).is_err() {
-                    return;
-                }
-                bytes = 0;
-                limit = (limit * 2).min(BATCH_FILES);
-                began = Instant::now();
-            }
         }
-        let _ = self.batches.send(ra::Batch {
+        Some(Chunk {
+            seq: job.seq,
             files,
-            errors: self.walker.errors + self.swapped - reported,
-            done: true,
-        });
+            errors: job.errors + swapped,
+            last: job.last,
+        })
     }
+
+    /// The file just read into the buffer: sorted out, or its bytes.
+    fn sort(&mut self) -> Got {
+        let b = &self.buf;
+        if self.sort.binary_prefix > 0 && b[..b.len().min(self.sort.binary_prefix)].contains(&0) {
+            return Got::Binary;
+        }
+        if !self.sort.needles.is_empty() && !self.sort.needles.iter().any(|n| contains(b, n)) {
+            return Got::NoNeedle;
+        }
+        Got::Bytes(std::mem::take(&mut self.buf))
+    }
+}
+
+/// Whether `needle` occurs in `hay` (glibc's `memmem`).
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    if needle.is_empty() {
+        return true;
+    }
+    if needle.len() > hay.len() {
+        return false;
+    }
+    // SAFETY: both pointers and lengths come from live slices borrowed for the whole call;
+    // memmem only reads inside them and returns a pointer into `hay` or null.
+    let at = unsafe {
+        libc::memmem(
+            hay.as_ptr().cast(),
+            hay.len(),
+            needle.as_ptr().cast(),
+            needle.len(),
+        )
+    };
+    !at.is_null()
+}
+
+/// Whether `needle` occurs in `hay`.
+#[cfg(not(target_os = "linux"))]
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// How [`read_plain`] ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Read {
+    /// The whole file is in the buffer.
+    Whole,
+    TooLarge(u64),
+    NotRead,
 }
 
 /// Why a file found by the walk is not handed to the tool at all.
@@ -307,20 +703,23 @@ enum Skip {
     Swapped,
 }
 
-/// Read the file `name` of the directory open as `dir` when it is plainly the regular file the
-/// listing named (`listed`: the directory's filesystem and the listed inode): opened through
-/// the directory's descriptor, never following a symlink and without blocking, judged by what
-/// was opened. One `openat`, one `fstat`, and for a file that does not change while it is read,
-/// one `read`. [`Skip::Secret`] when `linked(dev, ino, nlink)` says the file is a second name
-/// of a secret (asked only of files with several links; no system call of its own).
-#[allow(clippy::unnecessary_cast)]
+/// Read the file `name` of the directory open as `dir` into `buf` when it is plainly the
+/// regular file the listing named (`listed`: the directory's filesystem and the listed inode):
+/// opened through the directory's descriptor, never following a symlink and without blocking,
+/// judged by what was opened. One `openat`, one `fstat`, and for a file that does not change
+/// while it is read, one `read`. [`Skip::Secret`] when `linked(dev, ino, nlink)` says the file
+/// is a second name of a secret (asked only of files with several links; no system call of its
+/// own). A file larger than `room` is not read (`NotRead`: the tool reads it).
+#[allow(clippy::unnecessary_cast, clippy::too_many_arguments)]
 fn read_plain(
     dir: BorrowedFd<'_>,
     name: &str,
     listed: (u64, u64),
     max_file: u64,
+    room: u64,
     linked: &mut dyn FnMut(u64, u64, u64) -> bool,
-) -> Result<ra::Contents, Skip> {
+    buf: &mut Vec<u8>,
+) -> Result<Read, Skip> {
     use rustix::fs::{FileType, Mode, OFlags};
     let Ok(fd) = rustix::fs::openat(
         dir,
@@ -328,50 +727,52 @@ fn read_plain(
         OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::NOFOLLOW,
         Mode::empty(),
     ) else {
-        return Ok(ra::Contents::NotRead);
+        return Ok(Read::NotRead);
     };
     let Ok(stat) = rustix::fs::fstat(&fd) else {
-        return Ok(ra::Contents::NotRead);
+        return Ok(Read::NotRead);
     };
     if stat.st_dev as u64 == listed.0 && stat.st_ino as u64 != listed.1 {
         return Err(Skip::Swapped);
     }
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-        return Ok(ra::Contents::NotRead);
+        return Ok(Read::NotRead);
     }
     if stat.st_nlink > 1 && linked(stat.st_dev as u64, stat.st_ino as u64, stat.st_nlink as u64) {
         return Err(Skip::Secret);
     }
     let size = u64::try_from(stat.st_size).unwrap_or(0);
     if size > max_file {
-        return Ok(ra::Contents::TooLarge(size));
+        return Ok(Read::TooLarge(size));
     }
-    if size > MAX_READ_AHEAD_FILE {
-        return Ok(ra::Contents::NotRead);
+    let cap = MAX_READ_AHEAD_FILE.min(room);
+    if size > cap {
+        return Ok(Read::NotRead);
     }
     // One byte more than the size: a read that fills less than asked is at the end.
-    let mut buf: Vec<u8> = Vec::with_capacity(size as usize + 1);
+    buf.clear();
+    buf.reserve(size as usize + 1);
     loop {
         let asked = buf.capacity() - buf.len();
-        match rustix::io::read(&fd, rustix::buffer::spare_capacity(&mut buf)) {
+        match rustix::io::read(&fd, rustix::buffer::spare_capacity(&mut *buf)) {
             Ok(0) => break,
             Ok(got) if got < asked => break,
             Ok(_) => {
                 // The file grew while it was read.
                 let len = buf.len() as u64;
                 if len > max_file {
-                    return Ok(ra::Contents::TooLarge(len));
+                    return Ok(Read::TooLarge(len));
                 }
-                if len > MAX_READ_AHEAD_FILE {
-                    return Ok(ra::Contents::NotRead);
+                if len > cap {
+                    return Ok(Read::NotRead);
                 }
                 buf.reserve(64 << 10);
             }
             Err(rustix::io::Errno::INTR) => {}
-            Err(_) => return Ok(ra::Contents::NotRead),
+            Err(_) => return Ok(Read::NotRead),
         }
     }
-    Ok(ra::Contents::Bytes(buf))
+    Ok(Read::Whole)
 }
 
 #[cfg(test)]
@@ -403,67 +804,222 @@ mod tests {
             use std::os::unix::fs::MetadataExt as _;
             std::fs::symlink_metadata(p).map_or((0, 0), |m| (m.dev(), m.ino()))
         };
-        let read_plain = |p: &std::path::Path, max| {
+        let read_plain = |p: &std::path::Path, max, room| {
             let name = p.file_name().unwrap().to_str().unwrap();
-            read_plain(dir.as_fd(), name, listed(p), max, &mut |_, _, _| {
-                panic!("asked about a file with one link")
-            })
-            .unwrap()
+            let mut buf = Vec::new();
+            let got = read_plain(
+                dir.as_fd(),
+                name,
+                listed(p),
+                max,
+                room,
+                &mut |_, _, _| panic!("asked about a file with one link"),
+                &mut buf,
+            )
+            .unwrap();
+            (got, buf)
         };
-        let bytes = |c: ra::Contents| match c {
-            ra::Contents::Bytes(b) => Some(b),
-            _ => None,
-        };
+        let whole = |(got, buf): (Read, Vec<u8>)| (got == Read::Whole).then_some(buf);
         assert_eq!(
-            bytes(read_plain(&root.join("a.txt"), 100)).unwrap(),
+            whole(read_plain(&root.join("a.txt"), 100, u64::MAX)).unwrap(),
             b"hello\n"
         );
-        assert_eq!(bytes(read_plain(&root.join("empty"), 100)).unwrap(), b"");
-        assert!(matches!(
-            read_plain(&root.join("big"), 100),
-            ra::Contents::TooLarge(3000)
-        ));
         assert_eq!(
-            bytes(read_plain(&root.join("big"), 3000)).unwrap().len(),
+            whole(read_plain(&root.join("empty"), 100, u64::MAX)).unwrap(),
+            b""
+        );
+        assert_eq!(
+            read_plain(&root.join("big"), 100, u64::MAX).0,
+            Read::TooLarge(3000)
+        );
+        assert_eq!(
+            whole(read_plain(&root.join("big"), 3000, u64::MAX))
+                .unwrap()
+                .len(),
             3000
         );
+        // More than the chunk has room for: left to the tool.
+        assert_eq!(read_plain(&root.join("big"), 3000, 2999).0, Read::NotRead);
         // A symlink (even to a file inside) and a FIFO are not read, and the FIFO does not
         // block the thread.
-        assert!(matches!(
-            read_plain(&root.join("link"), 100),
-            ra::Contents::NotRead
-        ));
-        assert!(matches!(
-            read_plain(&root.join("fifo"), 100),
-            ra::Contents::NotRead
-        ));
-        assert!(matches!(
-            read_plain(&root.join("missing"), 100),
-            ra::Contents::NotRead
-        ));
+        for name in ["link", "fifo", "missing"] {
+            assert_eq!(
+                read_plain(&root.join(name), 100, u64::MAX).0,
+                Read::NotRead,
+                "{name}"
+            );
+        }
         // A file with several links is asked about once, and skipped when it is a secret's.
         std::fs::hard_link(root.join("a.txt"), root.join("b.txt")).unwrap();
         let mut asked = 0;
         let b = listed(&root.join("b.txt"));
-        let got = super::read_plain(dir.as_fd(), "b.txt", b, 100, &mut |_, _, nlink| {
-            asked += 1;
-            nlink == 2
-        });
+        let mut buf = Vec::new();
+        let got = super::read_plain(
+            dir.as_fd(),
+            "b.txt",
+            b,
+            100,
+            u64::MAX,
+            &mut |_, _, nlink| {
+                asked += 1;
+                nlink == 2
+            },
+            &mut buf,
+        );
         assert_eq!(got.unwrap_err(), Skip::Secret);
         assert_eq!(asked, 1);
         // A name that is another file than the listing named is skipped, not read.
         std::fs::write(root.join("secret.txt"), "SECRET").unwrap();
         let plain = listed(&root.join("a.txt"));
         std::fs::rename(root.join("secret.txt"), root.join("a.txt")).unwrap();
-        let got = super::read_plain(dir.as_fd(), "a.txt", plain, 100, &mut |_, _, _| false);
+        let got = super::read_plain(
+            dir.as_fd(),
+            "a.txt",
+            plain,
+            100,
+            u64::MAX,
+            &mut |_, _, _| false,
+            &mut buf,
+        );
         assert_eq!(got.unwrap_err(), Skip::Swapped);
     }
 
-    /// The thread ends soon after the reader is dropped, whatever is left to read.
     #[test]
-    fn dropping_the_reader_stops_the_thread() {
+    fn needles_are_found_anywhere() {
+        assert!(contains(b"abc", b""));
+        assert!(contains(b"xxabcxx", b"abc"));
+        assert!(contains(b"abc", b"abc"));
+        assert!(!contains(b"ab", b"abc"));
+        assert!(!contains(b"xxabxcxx", b"abc"));
+        assert!(contains("héllo".as_bytes(), "él".as_bytes()));
+    }
+
+    fn scope(root: &std::path::Path) -> super::super::walk::WalkScope {
         use super::super::walk::WalkScope;
         use super::super::wasi::Preopen;
+        WalkScope {
+            preopens: vec![Preopen {
+                host: root.to_path_buf(),
+                guest: "/workspace".into(),
+                writable: false,
+            }],
+            deny: None,
+            ..WalkScope::default()
+        }
+    }
+
+    /// A reader as `open` makes it, with `workers` reading threads, over `/workspace`.
+    fn reader(root: &std::path::Path, workers: usize, sort: Sort) -> Reader {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (permits, permit_rx) = mpsc::sync_channel(OUTSTANDING);
+        for _ in 0..OUTSTANDING {
+            permits.try_send(()).unwrap();
+        }
+        let (job_tx, job_rx) = mpsc::channel::<Job>();
+        let (chunk_tx, chunk_rx) = mpsc::channel::<Chunk>();
+        let jobs = Arc::new(Mutex::new(job_rx));
+        for _ in 0..workers {
+            let worker = Worker {
+                deny: None,
+                links: LinkSnapshot::default(),
+                max_file: 1 << 20,
+                sort: sort.clone(),
+                stop: stop.clone(),
+                cancel: None,
+                jobs: jobs.clone(),
+                chunks: chunk_tx.clone(),
+                buf: Vec::new(),
+            };
+            std::thread::spawn(move || worker.run());
+        }
+        let work = Work {
+            walker: Walker::new(scope(root), "/workspace", WalkOptions::default()).unwrap(),
+            include: None,
+            stop: stop.clone(),
+            cancel: None,
+            permits: permit_rx,
+            jobs: job_tx,
+        };
+        std::thread::spawn(move || work.run());
+        Reader {
+            chunks: chunk_rx,
+            early: BTreeMap::new(),
+            next_seq: 0,
+            permits,
+            stop,
+            done: false,
+        }
+    }
+
+    fn everything(mut reader: Reader) -> (Vec<String>, u32) {
+        let mut out = Vec::new();
+        let mut errors = 0;
+        loop {
+            let (files, e, done) = reader.take();
+            errors += e;
+            out.extend(files.into_iter().map(|f| {
+                let what = match f.got {
+                    Got::Bytes(b) => format!("bytes:{}", b.len()),
+                    Got::TooLarge(n) => format!("too-large:{n}"),
+                    Got::NotRead => "not-read".into(),
+                    Got::Binary => "binary".into(),
+                    Got::NoNeedle => "no-needle".into(),
+                };
+                format!("{}={what}", f.path)
+            }));
+            if done {
+                return (out, errors);
+            }
+        }
+    }
+
+    /// Several threads give the same files in the same order as one, and sort out binary
+    /// files and files without a needle.
+    #[test]
+    fn any_number_of_threads_gives_the_walk_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for i in 0..2500 {
+            let sub = root.join(format!("d{}/e{}", i % 7, i % 3));
+            std::fs::create_dir_all(&sub).unwrap();
+            let body = match i % 5 {
+                0 => format!("has NEEDLE {i}\n").into_bytes(),
+                1 => b"bin\0ary NEEDLE".to_vec(),
+                _ => format!("plain {i}\n").into_bytes(),
+            };
+            std::fs::write(sub.join(format!("f{i}")), body).unwrap();
+        }
+        let sort = Sort {
+            binary_prefix: 8192,
+            needles: vec![b"NEEDLE".to_vec()],
+        };
+        let (one, e1) = everything(reader(&root, 1, sort.clone()));
+        assert_eq!(one.len(), 2500);
+        assert_eq!(e1, 0);
+        assert_eq!(one.iter().filter(|f| f.ends_with("=binary")).count(), 500);
+        assert_eq!(
+            one.iter().filter(|f| f.ends_with("=no-needle")).count(),
+            1500
+        );
+        let mut sorted = one.clone();
+        sorted.sort();
+        assert_ne!(
+            sorted, one,
+            "walk order is by path component, not plain sort"
+        );
+        for _ in 0..5 {
+            let (four, e4) = everything(reader(&root, 4, sort.clone()));
+            assert_eq!(four, one);
+            assert_eq!(e4, e1);
+        }
+        let (plain, _) = everything(reader(&root, 2, Sort::default()));
+        assert_eq!(plain.len(), 2500);
+        assert!(plain.iter().all(|f| f.contains("=bytes:")));
+    }
+
+    /// The threads end soon after the reader is dropped, whatever is left to read.
+    #[test]
+    fn dropping_the_reader_stops_the_threads() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         for i in 0..3000 {
@@ -471,38 +1027,26 @@ mod tests {
             std::fs::create_dir_all(&sub).unwrap();
             std::fs::write(sub.join(format!("f{i}")), "x").unwrap();
         }
-        let scope = WalkScope {
-            preopens: vec![Preopen {
-                host: root.clone(),
-                guest: "/workspace".into(),
-                writable: false,
-            }],
-            deny: None,
-            ..WalkScope::default()
+        let mut r = reader(&root, 2, Sort::default());
+        let (files, _, done) = loop {
+            let got = r.take();
+            if !got.0.is_empty() {
+                break got;
+            }
         };
-        let (tx, rx) = mpsc::sync_channel(QUEUED);
-        let work = Work {
-            walker: Walker::new(scope, "/workspace", WalkOptions::default()).unwrap(),
-            deny: None,
-            links: LinkSnapshot::default(),
-            swapped: 0,
-            include: None,
-            max_file: 100,
-            stop: Arc::new(AtomicBool::new(false)),
-            cancel: None,
-            batches: tx,
-        };
-        let (ended_tx, ended) = mpsc::channel();
-        std::thread::spawn(move || {
-            work.run();
-            ended_tx.send(()).unwrap();
-        });
-        let first = rx.recv().unwrap();
-        assert!(!first.files.is_empty() && first.files.len() <= FIRST_BATCH_FILES);
-        assert!(!first.done);
-        drop(rx);
-        ended
-            .recv_timeout(Duration::from_secs(10))
-            .expect("the read-ahead thread must stop once its reader is gone");
+        assert!(!files.is_empty() && files.len() <= FIRST_CHUNK_FILES);
+        assert!(!done);
+        // Every thread holds a clone of the stop flag until it ends.
+        let stop = r.stop.clone();
+        drop(r);
+        assert!(stop.load(Ordering::Relaxed));
+        let t = Instant::now();
+        while Arc::strong_count(&stop) > 1 {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "the read-ahead threads must stop once their reader is gone"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 }
