@@ -312,6 +312,11 @@ fn gate_options(cli: &Cli, root: PathBuf) -> GateOptions {
         grants: cli.grants.clone(),
         approver,
         trust_workspace: trust_workspace(cli),
+        // A first use compiles a component for a second or so: say so on stderr.
+        sandbox: toolgate::sandbox::SandboxOptions {
+            progress: true,
+            one_shot: false,
+        },
         ..GateOptions::default()
     }
 }
@@ -354,6 +359,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let gate = Gate::open(GateOptions {
                 allow_writes: allow_write,
                 extra_components: components,
+                sandbox: toolgate::sandbox::SandboxOptions {
+                    one_shot: true,
+                    ..opts.sandbox
+                },
                 ..opts
             })
             .await
@@ -368,12 +377,22 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let mut out = std::io::stdout().lock();
             writeln!(out, "{text}")?;
             out.flush()?;
-            Ok(ExitCode::from(match observation.status {
+            let code = match observation.status {
                 Status::Ok => 0,
                 Status::Error => 1,
                 Status::Denied => 3,
                 Status::NeedsApproval => 4,
-            }))
+            };
+            // A one-shot call needs nothing more once its audit is written: no teardown of
+            // the engine, the runtime or the state database (whose closing checkpoint fsyncs
+            // three times; the audit writer's own checkpoints keep the WAL bounded). Shell
+            // calls keep the orderly exit, which ends the jobs they started.
+            if !matches!(tool.as_str(), "shell" | "job_output" | "job_kill") {
+                gate.state().flush_audit();
+                drop(out);
+                std::process::exit(i32::from(code));
+            }
+            Ok(ExitCode::from(code))
         }
         Command::Serve {
             http,
@@ -392,6 +411,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             })
             .await
             .context("cannot open the gate")?;
+            // A server knows every tool before its first client (and says now what it refused).
+            gate.preload().await;
             warn_ignored(&gate);
             let gate = Arc::new(gate);
             match http {
@@ -435,6 +456,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Tools { json } => {
             let gate = Gate::open(opts).await.context("cannot open the gate")?;
+            gate.preload().await;
             let mut out = std::io::stdout().lock();
             if json {
                 let tools = gate.visible_tools();

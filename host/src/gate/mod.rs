@@ -71,6 +71,8 @@ pub struct GateOptions {
     /// Trust the workspace's own policy, grants and plugins for this run without a record
     /// (`--trust-workspace`, for CI on a repository the job checked out on purpose).
     pub trust_workspace: bool,
+    /// How the sandbox is set up (the command line: progress lines, one-shot calls).
+    pub sandbox: crate::sandbox::SandboxOptions,
 }
 
 /// One workspace's gate: the tools, the policy, the sandbox and the state.
@@ -85,6 +87,8 @@ pub struct Gate {
     limits: Limits,
     project_grants: ProjectGrants,
     cli_grants: Vec<KeyPattern>,
+    /// `--allow-write`: every write tool is granted for the session (after `cli_grants`).
+    allow_writes: bool,
     broker: Arc<Broker>,
     approver: Option<Arc<dyn Approver>>,
     approval_expiry: Duration,
@@ -121,6 +125,17 @@ impl Gate {
     /// Open the gate for a workspace: load the policy, the tools and the state database. A
     /// policy with problems stops here with every problem listed.
     pub async fn open(options: GateOptions) -> Result<Self> {
+        // The JSON Schema meta-schema every tool's input schema is checked against is built
+        // once per process (its patterns are compiled into automata: ~10 ms). Build it beside
+        // the policy and state set-up instead of after them, on the first tool load.
+        static WARM_SCHEMAS: std::sync::Once = std::sync::Once::new();
+        WARM_SCHEMAS.call_once(|| {
+            let _ = std::thread::Builder::new()
+                .name("toolgate-warm".into())
+                .spawn(|| {
+                    let _ = jsonschema::validator_for(&json!({"type": "object"}));
+                });
+        });
         let probe = Workspace::new(&options.workspace, &[])?;
         let user = options
             .user_dirs
@@ -155,28 +170,21 @@ impl Gate {
             .limits
             .clone()
             .unwrap_or_else(|| policy.limits.clone());
-        let sandbox = Sandbox::new(options.cache_dir.clone())?;
-        let mut registry = Registry::builtins(&sandbox, &limits).await?;
+        let sandbox = Sandbox::with_options(options.cache_dir.clone(), options.sandbox)?;
+        // Built-ins are loaded when first called or listed, plugins scanned when one is called
+        // or the tools are listed: a one-shot call loads one component.
+        let mut registry = Registry::new();
         for file in &options.extra_components {
             registry.add_file(&sandbox, &limits, file).await?;
         }
-        let plugins = crate::plugins::PluginStore::signed(
+        registry.set_plugins(crate::plugins::PluginStore::signed(
             &workspace.state_dir(),
             workspace.root(),
             keyring.clone(),
             workspace_trusted,
-        );
-        registry.add_plugins(&sandbox, &limits, &plugins).await;
-        let mut grant_keys = options.grants.clone();
-        if options.allow_writes {
-            grant_keys.extend(
-                registry
-                    .iter()
-                    .filter(|t| t.risk == Risk::Write)
-                    .map(|t| t.name.clone()),
-            );
-        }
-        let cli_grants = grant_keys
+        ));
+        let cli_grants = options
+            .grants
             .iter()
             .map(|k| KeyPattern::parse(k).map_err(|m| Error::Policy(format!("--grant {m}"))))
             .collect::<Result<Vec<_>>>()?;
@@ -220,6 +228,7 @@ impl Gate {
             limits,
             project_grants,
             cli_grants,
+            allow_writes: options.allow_writes,
             broker: Arc::new(Broker::default()),
             approver: options.approver.clone(),
             approval_expiry: options.approval_expiry.unwrap_or(approval::DEFAULT_EXPIRY),
@@ -283,22 +292,35 @@ impl Gate {
     }
 
     /// Why the plugin tool `name` was refused at load, if it was.
-    pub fn refused_plugin(&self, name: &str) -> Option<&str> {
+    pub fn refused_plugin(&self, name: &str) -> Option<String> {
+        if self.tool(name).is_some() {
+            return None;
+        }
         self.registry.refused(name)
+    }
+
+    /// Know every tool now (the built-ins' views, the installed plugins), so that listing
+    /// and the first calls wait for nothing: servers call this at start.
+    pub async fn preload(&self) {
+        self.registry.preload(&self.sandbox, &self.limits).await;
     }
 
     /// Every tool this gate serves, whatever the mode.
     pub fn tools(&self) -> impl Iterator<Item = &ToolInfo> {
-        self.registry.iter()
+        self.registry.iter(&self.sandbox, &self.limits).into_iter()
     }
 
     /// The tools a client may see now: in `safe` mode only read-only tools are listed.
     pub fn visible_tools(&self) -> Vec<&ToolInfo> {
         let safe = self.mode() == Mode::Safe;
-        self.registry
-            .iter()
+        self.tools()
             .filter(|t| !safe || t.risk == Risk::ReadOnly)
             .collect()
+    }
+
+    /// The tool `name`, loaded now if it is not yet.
+    fn tool(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+        self.registry.tool_now(&self.sandbox, &self.limits, name)
     }
 
     fn visible_names(&self) -> Vec<String> {
@@ -314,7 +336,7 @@ impl Gate {
         let mut problems = Vec::new();
         for rule in &self.policy.rules {
             let tool = rule.pattern.tool();
-            if tool != "*" && self.registry.get(tool).is_none() {
+            if tool != "*" && !self.tools().any(|t| t.name == tool) {
                 problems.push(Problem {
                     location: rule.source.clone(),
                     message: format!(
@@ -325,11 +347,7 @@ impl Gate {
                 });
             }
             if rule.decision == RuleDecision::Allow {
-                for t in self
-                    .registry
-                    .iter()
-                    .filter(|t| t.ceiling == Ceiling::Session)
-                {
+                for t in self.tools().filter(|t| t.ceiling == Ceiling::Session) {
                     if tool == "*" || tool == t.name {
                         problems.push(Problem {
                             location: rule.source.clone(),
@@ -340,7 +358,7 @@ impl Gate {
                 }
             }
         }
-        for (tool, why) in self.registry.all_refused() {
+        for (tool, why) in self.registry.all_refused(&self.sandbox, &self.limits) {
             problems.push(Problem {
                 location: format!("plugin `{tool}`"),
                 message: format!("refused at load: {why}"),
@@ -351,11 +369,7 @@ impl Gate {
             Err(p) => problems.push(p),
             Ok(grants) => {
                 for g in grants {
-                    for t in self
-                        .registry
-                        .iter()
-                        .filter(|t| t.ceiling == Ceiling::Session)
-                    {
+                    for t in self.tools().filter(|t| t.ceiling == Ceiling::Session) {
                         if g.pattern.tool() == "*" || g.pattern.tool() == t.name {
                             problems.push(Problem {
                                 location: g.source.clone(),
@@ -394,6 +408,11 @@ impl Gate {
             json!({ "input": redact(&input), "input_sha256": input_sha }),
         )];
         self.touch_session(session);
+        // Load the tool here, off the synchronous ladder (which then finds it loaded).
+        let _ = self
+            .registry
+            .tool(&self.sandbox, &self.limits, tool_name)
+            .await;
 
         let observation = match self
             .prepare(session, tool_name, input, &call_id, approver)
@@ -719,8 +738,18 @@ impl Gate {
         input: &Value,
         call_id: &str,
     ) -> Result<Validated, (Decision, Observation)> {
-        let Some(tool) = self.registry.get(tool_name) else {
-            if let Some(why) = self.registry.refused(tool_name) {
+        let Some(tool) = self.tool(tool_name) else {
+            let why = self.registry.refused(tool_name);
+            if let Some(why) = why.as_ref().filter(|_| self.registry.is_builtin(tool_name)) {
+                return Err(error_decision(Observation::error(
+                    tool_name,
+                    call_id,
+                    "tool-unavailable",
+                    format!("the built-in tool `{tool_name}` could not be loaded: {why}"),
+                    Some("delete the component cache ($TOOLGATE_CACHE_DIR, else ~/.cache/toolgate) and retry; if it fails again, reinstall toolgate".into()),
+                )));
+            }
+            if let Some(why) = why {
                 return Err(error_decision(Observation::error(
                     tool_name,
                     call_id,
@@ -791,6 +820,9 @@ impl Gate {
     /// Whether a grant from the command line or this session names exactly `key_text`.
     fn exact_grant(&self, session: &str, key_text: &str) -> bool {
         self.cli_grants.iter().any(|g| g.as_str() == key_text)
+            || self
+                .write_grant(key_text)
+                .is_some_and(|g| g.as_str() == key_text)
             || self
                 .state
                 .session_grants(session)
@@ -941,8 +973,27 @@ impl Gate {
         Ok(Some(Decision::new("allow", "project-allowlist", source)))
     }
 
+    /// With `--allow-write`: the grant of the write tool `tool` (keyed by its name, as if
+    /// given with `--grant`), if it is one.
+    fn write_grant(&self, tool: &str) -> Option<KeyPattern> {
+        if !self.allow_writes {
+            return None;
+        }
+        let tool = self.registry.loaded(tool)?;
+        (tool.info.risk == Risk::Write)
+            .then(|| KeyPattern::parse(&tool.info.name).ok())
+            .flatten()
+    }
+
     fn session_allow(&self, session: &str, key: &CallKey) -> Option<Decision> {
         if let Some(g) = self.cli_grants.iter().find(|g| g.matches(key)) {
+            return Some(Decision::new(
+                "allow",
+                "session-allowlist",
+                format!("--grant '{}'", g.as_str()),
+            ));
+        }
+        if let Some(g) = self.write_grant(&key.tool).filter(|g| g.matches(key)) {
             return Some(Decision::new(
                 "allow",
                 "session-allowlist",

@@ -311,6 +311,21 @@ impl PluginStore {
             .collect()
     }
 
+    /// The served names of the plugins [`PluginStore::load_all`] refuses with
+    /// [`UNSIGNED_RECORD`], from their records alone (no component is read or compiled).
+    pub fn unsigned_tools(&self) -> Vec<String> {
+        if self.trust_all {
+            return Vec::new();
+        }
+        self.list()
+            .into_iter()
+            .filter_map(|(dir_name, r)| match r {
+                Ok(r) if r.name == dir_name && !self.verified(&r) => Some(tool_name(&dir_name)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Sign every readable record that is not signed yet: the user adopts those plugins
     /// (their digests are still checked at every load). Returns how many.
     pub fn adopt_all(&self) -> Result<usize> {

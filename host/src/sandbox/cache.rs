@@ -1,90 +1,223 @@
 //! Compiled artifacts on disk, keyed by the component's digest, the wasmtime version and the
 //! engine's settings. A corrupt or foreign entry is rebuilt, never trusted.
+//!
+//! Each entry is two files with one stem:
+//! - `STEM.cwasm`: the artifact exactly as wasmtime serialized it, so a start maps it from the
+//!   page cache ([`Component::deserialize_file`]) instead of reading and copying it;
+//! - `STEM.json`: a sidecar (its own sha256 on the first line, then JSON) with the artifact's
+//!   length and sha256, and the tool's self-description and imports once they are known, so a
+//!   listing needs no compiled code at all.
+//!
+//! The artifact is mapped only after its bytes matched the sidecar's sha256 (streamed, no copy).
 
 use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 use wasmtime::component::Component;
 use wasmtime::Engine;
+
+/// What a tool said about itself and what it imports: everything the registry derives a
+/// tool's view (risk, schema, ceiling) from, kept beside its artifact.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ToolMeta {
+    pub name: String,
+    pub description: String,
+    pub input_schema: String,
+    /// `read-only`, `write`, `exec` or `network`, as declared.
+    pub risk: String,
+    /// `(field, "read" | "write")`.
+    pub path_fields: Vec<(String, String)>,
+    pub imports: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Sidecar {
+    artifact_len: u64,
+    artifact_sha256: String,
+    #[serde(default)]
+    meta: Option<ToolMeta>,
+}
 
 pub(crate) struct ArtifactCache {
     dir: Option<PathBuf>,
     engine_key: String,
+    /// Say on stderr when a component is compiled (the command line).
+    progress: bool,
 }
 
+/// Roughly how fast cranelift compiles a component on one core of a small machine (bytes of
+/// wasm per second); only for the estimate in the progress line.
+const COMPILE_BYTES_PER_SEC: f64 = 1.5e6;
+
 impl ArtifactCache {
-    pub(crate) fn new(dir: Option<PathBuf>, engine: &Engine) -> Self {
+    pub(crate) fn new(dir: Option<PathBuf>, engine: &Engine, progress: bool) -> Self {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let engine_key = format!("{:016x}", hasher.finish());
         ArtifactCache {
             dir: dir.or_else(default_dir),
             engine_key,
+            progress,
         }
     }
 
-    /// The compiled component and the hex sha256 of `bytes`.
+    fn stem(&self, digest: &str) -> Option<PathBuf> {
+        let dir = self.dir.as_ref()?;
+        Some(dir.join(format!(
+            "{digest}-{}-toolgate{}",
+            self.engine_key,
+            env!("CARGO_PKG_VERSION")
+        )))
+    }
+
+    /// The self-description recorded beside the artifact of the component `digest`, if any
+    /// (nothing is compiled or mapped).
+    pub(crate) fn meta(&self, digest: &str) -> Option<ToolMeta> {
+        read_sidecar(&with_ext(&self.stem(digest)?, "json"))?.meta
+    }
+
+    /// The compiled component of `bytes` (whose sha256 is `digest`): mapped from a verified
+    /// artifact, or compiled now (and cached). Also the recorded self-description, if any.
     pub(crate) fn load(
         &self,
         engine: &Engine,
         name: &str,
         bytes: &[u8],
-    ) -> Result<(Component, String)> {
-        let digest = hex::encode(Sha256::digest(bytes));
-        let Some(dir) = &self.dir else {
-            return Ok((compile(engine, name, bytes)?, digest));
+        digest: &str,
+    ) -> Result<(Component, Option<ToolMeta>)> {
+        let Some(stem) = self.stem(digest) else {
+            return Ok((self.compile(engine, name, bytes)?, None));
         };
-        let file = dir.join(format!(
-            "{digest}-{}-toolgate{}.cwasm",
-            self.engine_key,
-            env!("CARGO_PKG_VERSION")
-        ));
-        if let Some(component) = read_artifact(engine, &file) {
-            return Ok((component, digest));
+        let (artifact, sidecar) = (with_ext(&stem, "cwasm"), with_ext(&stem, "json"));
+        if let Some(found) = read_sidecar(&sidecar) {
+            if artifact_matches(&artifact, &found) {
+                // SAFETY: the file is an artifact this host serialized itself with an engine of
+                // the same compatibility hash (it is in the file name), and its bytes just
+                // matched the length and sha256 recorded beside it when it was written, so it
+                // is not truncated or corrupted. wasmtime also checks the header. The cache
+                // directory is the user's own (files 0600): whoever can replace both files can
+                // already run code as the user.
+                #[allow(unsafe_code)]
+                let component = unsafe { Component::deserialize_file(engine, &artifact) };
+                if let Ok(component) = component {
+                    return Ok((component, found.meta));
+                }
+            }
         }
-        let component = compile(engine, name, bytes)?;
-        if let Ok(artifact) = component.serialize() {
+        let component = self.compile(engine, name, bytes)?;
+        if let Ok(serialized) = component.serialize() {
             // Failing to cache only costs time on the next start.
-            let _ = write_artifact(dir, &file, &artifact);
+            let _ = write_entry(&artifact, &sidecar, &serialized);
         }
-        Ok((component, digest))
+        Ok((component, None))
+    }
+
+    /// Record a component's self-description beside its artifact (after a compile).
+    pub(crate) fn record_meta(&self, digest: &str, meta: &ToolMeta) {
+        let Some(stem) = self.stem(digest) else {
+            return;
+        };
+        let sidecar = with_ext(&stem, "json");
+        let Some(mut found) = read_sidecar(&sidecar) else {
+            return;
+        };
+        if found.meta.as_ref() == Some(meta) {
+            return;
+        }
+        found.meta = Some(meta.clone());
+        let _ = write_sidecar(&sidecar, &found);
+    }
+
+    fn compile(&self, engine: &Engine, name: &str, bytes: &[u8]) -> Result<Component> {
+        let started = Instant::now();
+        if self.progress {
+            let secs = bytes.len() as f64 / COMPILE_BYTES_PER_SEC;
+            let estimate = if secs < 0.95 {
+                format!("{:.1}", secs.max(0.1))
+            } else {
+                format!("{secs:.0}")
+            };
+            eprintln!("toolgate: compiling {name} (first use, ~{estimate} s)…");
+        }
+        let component = Component::new(engine, bytes).map_err(|e| Error::ComponentLoad {
+            name: name.to_string(),
+            message: format!("{e:#}"),
+        })?;
+        tracing::debug!(
+            tool = name,
+            ms = started.elapsed().as_millis() as u64,
+            "compiled"
+        );
+        Ok(component)
     }
 }
 
-fn compile(engine: &Engine, name: &str, bytes: &[u8]) -> Result<Component> {
-    Component::new(engine, bytes).map_err(|e| Error::ComponentLoad {
-        name: name.to_string(),
-        message: format!("{e:#}"),
-    })
+fn with_ext(stem: &Path, ext: &str) -> PathBuf {
+    let mut s = stem.as_os_str().to_owned();
+    s.push(".");
+    s.push(ext);
+    PathBuf::from(s)
 }
 
-/// An artifact file is `sha256(artifact) || artifact`; anything that does not check out is
-/// ignored (and rebuilt by the caller).
-fn read_artifact(engine: &Engine, file: &Path) -> Option<Component> {
-    let bytes = std::fs::read(file).ok()?;
-    if bytes.len() < 32 {
+/// A sidecar is `hex(sha256(json))\n` then the JSON; anything else is ignored.
+fn read_sidecar(file: &Path) -> Option<Sidecar> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let (sum, body) = text.split_once('\n')?;
+    if hex::encode(Sha256::digest(body.as_bytes())) != sum {
         return None;
     }
-    let (sum, artifact) = bytes.split_at(32);
-    if Sha256::digest(artifact).as_slice() != sum {
-        return None;
-    }
-    // SAFETY: the bytes are an artifact this host serialized itself with an engine of the same
-    // compatibility hash (it is in the file name), and they passed the checksum written next to
-    // them, so they are not truncated or corrupted. wasmtime also checks the header.
-    #[allow(unsafe_code)]
-    unsafe {
-        Component::deserialize(engine, artifact).ok()
-    }
+    serde_json::from_str(body).ok()
 }
 
-fn write_artifact(dir: &Path, file: &Path, artifact: &[u8]) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let mut bytes = Vec::with_capacity(artifact.len() + 32);
-    bytes.extend_from_slice(&Sha256::digest(artifact));
-    bytes.extend_from_slice(artifact);
-    crate::fsutil::write_atomic(file, &bytes)
+fn write_sidecar(file: &Path, sidecar: &Sidecar) -> std::io::Result<()> {
+    let body = serde_json::to_string(sidecar)?;
+    let text = format!("{}\n{body}", hex::encode(Sha256::digest(body.as_bytes())));
+    crate::fsutil::write_atomic(file, text.as_bytes())
+}
+
+/// Whether the artifact file has the length and sha256 its sidecar recorded (read in blocks,
+/// so checking costs no copy of the whole file).
+fn artifact_matches(file: &Path, sidecar: &Sidecar) -> bool {
+    let Ok(mut f) = std::fs::File::open(file) else {
+        return false;
+    };
+    if f.metadata().map(|m| m.len()).ok() != Some(sidecar.artifact_len) {
+        return false;
+    }
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 256 << 10];
+    let mut total = 0u64;
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                hasher.update(&buf[..n]);
+                total += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+    total == sidecar.artifact_len && hex::encode(hasher.finalize()) == sidecar.artifact_sha256
+}
+
+fn write_entry(artifact: &Path, sidecar: &Path, serialized: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = artifact.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    crate::fsutil::write_atomic(artifact, serialized)?;
+    write_sidecar(
+        sidecar,
+        &Sidecar {
+            artifact_len: serialized.len() as u64,
+            artifact_sha256: hex::encode(Sha256::digest(serialized)),
+            meta: None,
+        },
+    )
 }
 
 fn default_dir() -> Option<PathBuf> {
@@ -95,4 +228,44 @@ fn default_dir() -> Option<PathBuf> {
         return Some(PathBuf::from(dir).join("toolgate"));
     }
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("toolgate"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sidecar_for(bytes: &[u8]) -> Sidecar {
+        Sidecar {
+            artifact_len: bytes.len() as u64,
+            artifact_sha256: hex::encode(Sha256::digest(bytes)),
+            meta: None,
+        }
+    }
+
+    #[test]
+    fn an_artifact_must_match_its_sidecar() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.cwasm");
+        std::fs::write(&file, b"artifact bytes").unwrap();
+        assert!(artifact_matches(&file, &sidecar_for(b"artifact bytes")));
+        assert!(!artifact_matches(&file, &sidecar_for(b"artifact bytez")));
+        assert!(!artifact_matches(&file, &sidecar_for(b"artifact")));
+        assert!(!artifact_matches(
+            &dir.path().join("none"),
+            &sidecar_for(b"")
+        ));
+    }
+
+    #[test]
+    fn a_changed_sidecar_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.json");
+        write_sidecar(&file, &sidecar_for(b"x")).unwrap();
+        assert!(read_sidecar(&file).is_some());
+        let text = std::fs::read_to_string(&file)
+            .unwrap()
+            .replace("\"artifact_len\":1", "\"artifact_len\":2");
+        std::fs::write(&file, text).unwrap();
+        assert!(read_sidecar(&file).is_none());
+    }
 }

@@ -9,6 +9,7 @@ mod read_ahead;
 mod walk;
 mod wasi;
 
+pub(crate) use cache::ToolMeta;
 pub use fsguard::FsDeny;
 pub use limits::Limits;
 pub use read_ahead::SEARCH_INTERFACE_PREFIX;
@@ -16,6 +17,7 @@ pub use walk::WALK_INTERFACE_PREFIX;
 pub use wasi::{Capabilities, Preopen};
 
 use crate::error::{Error, Result};
+use sha2::Digest as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -211,39 +213,22 @@ impl Sandbox {
     /// Create the engine, the WASI linker and the epoch ticker. `cache_dir` holds compiled
     /// artifacts (`None`: the user's cache directory).
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Self> {
+        Self::with_options(cache_dir, SandboxOptions::default())
+    }
+
+    /// [`Sandbox::new`] with options (the command line's one-shot calls).
+    pub fn with_options(cache_dir: Option<PathBuf>, options: SandboxOptions) -> Result<Self> {
         let mut config = Config::new();
         config
             .wasm_component_model(true)
             .epoch_interruption(true)
             .cranelift_opt_level(wasmtime::OptLevel::Speed);
-        // A pool of pre-reserved instance slots makes instantiation per call cheap (no mmap and
-        // munmap of a fresh memory reservation every time). If the pool cannot be reserved
-        // (a low `ulimit -v`), fall back to on-demand allocation rather than not starting.
-        let mut pooled = config.clone();
-        let mut pool = PoolingAllocationConfig::default();
-        pool.total_component_instances(POOL_SLOTS)
-            .total_core_instances(POOL_SLOTS * 8)
-            .total_memories(POOL_SLOTS * 2)
-            .total_tables(POOL_SLOTS * 4)
-            .total_stacks(POOL_SLOTS)
-            // Reset a slot's pages in place instead of giving them back to the kernel:
-            // each `madvise` is a TLB shootdown across cores and the next call page-faults them
-            // in again, which cost more than the whole guest call for small tools.
-            .linear_memory_keep_resident(KEEP_RESIDENT)
-            .table_keep_resident(64 << 10)
-            .async_stack_keep_resident(256 << 10)
-            // Batch what is still decommitted, so one shootdown covers several calls.
-            .decommit_batch_size(16)
-            // Where the kernel has PAGEMAP_SCAN (Linux 6.7+), reset only the pages the call
-            // touched instead of memsetting the whole resident window.
-            .pagemap_scan(wasmtime::Enabled::Auto);
-        pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        let engine = match Engine::new(&pooled) {
-            Ok(engine) => engine,
-            Err(e) => {
-                tracing::warn!(error = %format!("{e:#}"), "pooling allocator unavailable; using on-demand allocation");
-                Engine::new(&config).map_err(|e| Error::Sandbox(format!("{e:#}")))?
-            }
+        let engine = if options.one_shot {
+            // One call per process: reserving 128 instance slots (and tearing them down)
+            // costs more than mapping the one instance's memory on demand.
+            Engine::new(&config).map_err(|e| Error::Sandbox(format!("{e:#}")))?
+        } else {
+            pooled_engine(&config)?
         };
         let mut linker = Linker::new(&engine);
         add_wasi_to_linker(&mut linker)
@@ -285,7 +270,7 @@ impl Sandbox {
                 })
                 .map_err(|e| Error::Sandbox(format!("starting the epoch ticker: {e}")))?;
         }
-        let cache = cache::ArtifactCache::new(cache_dir, &engine);
+        let cache = cache::ArtifactCache::new(cache_dir, &engine, options.progress);
         Ok(Sandbox {
             engine,
             linker,
@@ -296,7 +281,20 @@ impl Sandbox {
 
     /// Compile (or load from the artifact cache) and link a component.
     pub fn load(&self, name: &str, bytes: &[u8]) -> Result<Loaded> {
-        let (component, digest) = self.cache.load(&self.engine, name, bytes)?;
+        let digest = hex::encode(sha2::Sha256::digest(bytes));
+        Ok(self.load_digest(name, bytes, &digest)?.0)
+    }
+
+    /// [`Sandbox::load`] for bytes whose sha256 is known (`digest`, hex), with the
+    /// self-description recorded beside the cached artifact, if there is one.
+    pub(crate) fn load_digest(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        digest: &str,
+    ) -> Result<(Loaded, Option<cache::ToolMeta>)> {
+        let (component, meta) = self.cache.load(&self.engine, name, bytes, digest)?;
+        let digest = digest.to_string();
         let imports = component
             .component_type()
             .imports(&self.engine)
@@ -313,11 +311,25 @@ impl Sandbox {
             name: name.to_string(),
             message: format!("it does not export the toolgate:tool@0.1.0 world: {e:#}"),
         })?;
-        Ok(Loaded {
-            pre,
-            imports,
-            digest,
-        })
+        Ok((
+            Loaded {
+                pre,
+                imports,
+                digest,
+            },
+            meta,
+        ))
+    }
+
+    /// The self-description recorded beside the cached artifact of component `digest`
+    /// (nothing compiled or mapped), if any.
+    pub(crate) fn cached_meta(&self, digest: &str) -> Option<cache::ToolMeta> {
+        self.cache.meta(digest)
+    }
+
+    /// Record a component's self-description beside its cached artifact.
+    pub(crate) fn record_meta(&self, digest: &str, meta: &cache::ToolMeta) {
+        self.cache.record_meta(digest, meta);
     }
 
     /// Ask a loaded component to describe itself, with no capabilities at all.
@@ -511,6 +523,49 @@ fn add_wasi_to_linker(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
     sockets::udp::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
     sockets::udp_create_socket::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
     Ok(())
+}
+
+/// An engine with a pool of pre-reserved instance slots (servers: many calls per process).
+fn pooled_engine(config: &Config) -> Result<Engine> {
+    // A pool of pre-reserved instance slots makes instantiation per call cheap (no mmap and
+    // munmap of a fresh memory reservation every time). If the pool cannot be reserved
+    // (a low `ulimit -v`), fall back to on-demand allocation rather than not starting.
+    let mut pooled = config.clone();
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(POOL_SLOTS)
+        .total_core_instances(POOL_SLOTS * 8)
+        .total_memories(POOL_SLOTS * 2)
+        .total_tables(POOL_SLOTS * 4)
+        .total_stacks(POOL_SLOTS)
+        // Reset a slot's pages in place instead of giving them back to the kernel:
+        // each `madvise` is a TLB shootdown across cores and the next call page-faults them
+        // in again, which cost more than the whole guest call for small tools.
+        .linear_memory_keep_resident(KEEP_RESIDENT)
+        .table_keep_resident(64 << 10)
+        .async_stack_keep_resident(256 << 10)
+        // Batch what is still decommitted, so one shootdown covers several calls.
+        .decommit_batch_size(16)
+        // Where the kernel has PAGEMAP_SCAN (Linux 6.7+), reset only the pages the call
+        // touched instead of memsetting the whole resident window.
+        .pagemap_scan(wasmtime::Enabled::Auto);
+    pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    let engine = match Engine::new(&pooled) {
+        Ok(engine) => engine,
+        Err(e) => {
+            tracing::warn!(error = %format!("{e:#}"), "pooling allocator unavailable; using on-demand allocation");
+            Engine::new(config).map_err(|e| Error::Sandbox(format!("{e:#}")))?
+        }
+    };
+    Ok(engine)
+}
+
+/// How a [`Sandbox`] is set up.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SandboxOptions {
+    /// Say on stderr when a component is compiled (first use, or after an upgrade).
+    pub progress: bool,
+    /// One call in this process (`toolgate call`): no pool of instance slots.
+    pub one_shot: bool,
 }
 
 /// Turn a wasmtime error into the limit it hit, or a trap with the guest's reason.

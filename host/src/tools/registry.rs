@@ -1,15 +1,16 @@
-//! The registry: every tool component loaded once, its self-description checked and turned
-//! into the host's own view of it. A description can only make the host stricter.
+//! The registry: every tool component loaded once (when first needed), its self-description
+//! checked and turned into the host's own view of it. A description can only make the host
+//! stricter.
 
 use crate::error::{Error, Result};
 use crate::gate::scope::Access;
 use crate::plugins::{PluginGrant, PluginStore};
-use crate::sandbox::{wit, Limits, Loaded, Sandbox};
+use crate::sandbox::{wit, Limits, Loaded, Sandbox, ToolMeta};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The built-in tools, compiled to components by `host/build.rs` and carried in the binary.
 pub const BUILTINS: &[(&str, &[u8])] = &[
@@ -181,6 +182,21 @@ impl PathUse {
     }
 }
 
+/// The built-ins' digests (hex sha256), computed by `host/build.rs`, in [`BUILTINS`] order.
+const BUILTIN_DIGESTS: &[&str] = &[
+    env!("TOOLGATE_SHA256_toolgate_tool_read"),
+    env!("TOOLGATE_SHA256_toolgate_tool_ls"),
+    env!("TOOLGATE_SHA256_toolgate_tool_glob"),
+    env!("TOOLGATE_SHA256_toolgate_tool_grep"),
+    env!("TOOLGATE_SHA256_toolgate_tool_write"),
+    env!("TOOLGATE_SHA256_toolgate_tool_edit"),
+    env!("TOOLGATE_SHA256_toolgate_tool_multiedit"),
+    env!("TOOLGATE_SHA256_toolgate_tool_shell"),
+    env!("TOOLGATE_SHA256_toolgate_tool_job_output"),
+    env!("TOOLGATE_SHA256_toolgate_tool_fetch"),
+    env!("TOOLGATE_SHA256_toolgate_tool_job_kill"),
+];
+
 /// A loaded tool: the host's view, the compiled component and the input validator.
 pub struct RegisteredTool {
     /// The host's view of the tool.
@@ -191,42 +207,226 @@ pub struct RegisteredTool {
     pub(crate) plugin: Option<Arc<PluginGrant>>,
 }
 
-/// All tools the host serves, by name.
+/// One built-in: known by name from the start, described and compiled on first use.
+struct Slot {
+    name: &'static str,
+    bytes: &'static [u8],
+    digest: &'static str,
+    /// Its view, from the description cached beside its artifact or from the loaded tool.
+    info: OnceLock<ToolInfo>,
+    tool: OnceLock<Arc<RegisteredTool>>,
+    /// Why the last attempt to load it failed.
+    error: Mutex<Option<String>>,
+}
+
+/// The installed plugins, once scanned.
 #[derive(Default)]
-pub struct Registry {
+struct Plugins {
     tools: BTreeMap<String, Arc<RegisteredTool>>,
     /// Plugins refused at load, by tool name, with the reason.
     refused: BTreeMap<String, String>,
 }
 
-impl Registry {
-    /// Load the built-in tools, compiling them in parallel the first time (later starts load
-    /// the cached artifacts).
-    pub async fn builtins(sandbox: &Sandbox, limits: &Limits) -> Result<Self> {
-        let loaded: Vec<Result<Loaded>> = std::thread::scope(|s| {
-            let handles: Vec<_> = BUILTINS
+/// All tools the host serves, by name. Built-ins are loaded when first called (or listed);
+/// installed plugins are scanned only when a plugin is called or the tools are listed. What
+/// is listed and decided is the same as loading everything at once: a built-in's view comes
+/// from the same self-description, cached beside its compiled artifact.
+pub struct Registry {
+    builtins: Vec<Slot>,
+    /// Components from files (`--component`), loaded at once.
+    extra: BTreeMap<String, Arc<RegisteredTool>>,
+    store: Option<PluginStore>,
+    plugins: OnceLock<Plugins>,
+    /// Plugin tools whose records this user's toolgate did not sign (records only).
+    unsigned: OnceLock<Vec<String>>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry {
+            builtins: BUILTINS
                 .iter()
-                .map(|(name, bytes)| s.spawn(move || sandbox.load(name, bytes)))
+                .zip(BUILTIN_DIGESTS)
+                .map(|((name, bytes), digest)| Slot {
+                    name,
+                    bytes,
+                    digest,
+                    info: OnceLock::new(),
+                    tool: OnceLock::new(),
+                    error: Mutex::new(None),
+                })
+                .collect(),
+            extra: BTreeMap::new(),
+            store: None,
+            plugins: OnceLock::new(),
+            unsigned: OnceLock::new(),
+        }
+    }
+}
+
+impl Registry {
+    /// A registry of the built-ins, none loaded yet.
+    pub fn new() -> Self {
+        Registry::default()
+    }
+
+    /// Load the built-in tools at once, compiling in parallel what is not cached yet.
+    pub async fn builtins(sandbox: &Sandbox, limits: &Limits) -> Result<Self> {
+        let registry = Registry::new();
+        registry.preload(sandbox, limits).await;
+        if let Some((name, why)) = registry.builtin_errors().into_iter().next() {
+            return Err(Error::ComponentLoad { name, message: why });
+        }
+        Ok(registry)
+    }
+
+    /// Serve the plugins installed in `store` (scanned when first needed).
+    pub fn set_plugins(&mut self, store: PluginStore) {
+        self.store = Some(store);
+        self.plugins = OnceLock::new();
+        self.unsigned = OnceLock::new();
+    }
+
+    /// Know every tool now: each built-in's view (compiling, in parallel, those never
+    /// described on this machine) and the installed plugins.
+    pub async fn preload(&self, sandbox: &Sandbox, limits: &Limits) {
+        let missing: Vec<&Slot> = self
+            .builtins
+            .iter()
+            .filter(|s| s.info.get().is_none() && s.tool.get().is_none())
+            .filter(|s| match sandbox.cached_meta(s.digest) {
+                Some(meta) => match view(&meta, Some(s.name), true, s.digest) {
+                    Ok(info) => {
+                        let _ = s.info.set(info);
+                        false
+                    }
+                    Err(_) => true,
+                },
+                None => true,
+            })
+            .collect();
+        // Compile what is missing in parallel, then describe each.
+        let loaded: Vec<Result<(Loaded, Option<ToolMeta>)>> = std::thread::scope(|sc| {
+            let handles: Vec<_> = missing
+                .iter()
+                .map(|s| sc.spawn(move || sandbox.load_digest(s.name, s.bytes, s.digest)))
                 .collect();
             handles
                 .into_iter()
-                .zip(BUILTINS)
-                .map(|(h, (name, _))| {
+                .zip(&missing)
+                .map(|(h, s)| {
                     h.join().unwrap_or_else(|_| {
                         Err(Error::ComponentLoad {
-                            name: name.to_string(),
+                            name: s.name.to_string(),
                             message: "the compiler thread panicked".into(),
                         })
                     })
                 })
                 .collect()
         });
-        let mut registry = Registry::default();
-        for ((name, _), loaded) in BUILTINS.iter().zip(loaded) {
-            let tool = describe(sandbox, limits, loaded?, Some(name), true).await?;
-            registry.insert(tool)?;
+        for (slot, loaded) in missing.into_iter().zip(loaded) {
+            let result = match loaded {
+                Ok((loaded, meta)) => register_builtin(sandbox, limits, slot, loaded, meta).await,
+                Err(e) => Err(e),
+            };
+            let _ = slot.settle(result);
         }
-        Ok(registry)
+        self.scan_plugins(sandbox, limits).await;
+    }
+
+    /// The tool called `name`, loading it (and for a name that is not a built-in, scanning
+    /// the installed plugins) if needed. `None`: no such tool, or it could not be loaded
+    /// ([`Registry::refused`] says why).
+    pub async fn tool(
+        &self,
+        sandbox: &Sandbox,
+        limits: &Limits,
+        name: &str,
+    ) -> Option<Arc<RegisteredTool>> {
+        if let Some(slot) = self.slot(name) {
+            return self.builtin_tool(sandbox, limits, slot).await.ok();
+        }
+        if let Some(t) = self.extra.get(name) {
+            return Some(t.clone());
+        }
+        self.scan_plugins(sandbox, limits)
+            .await
+            .tools
+            .get(name)
+            .cloned()
+    }
+
+    /// [`Registry::tool`] from synchronous code: what is loaded already, else loaded on a
+    /// thread of its own (so it works inside or outside an async runtime).
+    pub fn tool_now(
+        &self,
+        sandbox: &Sandbox,
+        limits: &Limits,
+        name: &str,
+    ) -> Option<Arc<RegisteredTool>> {
+        if let Some(t) = self.loaded(name) {
+            return Some(t);
+        }
+        block_on(|| self.tool(sandbox, limits, name)).flatten()
+    }
+
+    /// The tool called `name` if it is loaded already.
+    pub fn loaded(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+        if let Some(slot) = self.slot(name) {
+            return slot.tool.get().cloned();
+        }
+        if let Some(t) = self.extra.get(name) {
+            return Some(t.clone());
+        }
+        self.plugins.get()?.tools.get(name).cloned()
+    }
+
+    fn slot(&self, name: &str) -> Option<&Slot> {
+        self.builtins.iter().find(|s| s.name == name)
+    }
+
+    async fn builtin_tool(
+        &self,
+        sandbox: &Sandbox,
+        limits: &Limits,
+        slot: &Slot,
+    ) -> Result<Arc<RegisteredTool>> {
+        if let Some(t) = slot.tool.get() {
+            return Ok(t.clone());
+        }
+        let result = match sandbox.load_digest(slot.name, slot.bytes, slot.digest) {
+            Ok((loaded, meta)) => register_builtin(sandbox, limits, slot, loaded, meta).await,
+            Err(e) => Err(e),
+        };
+        slot.settle(result)
+    }
+
+    /// Scan and load the installed plugins (once).
+    async fn scan_plugins(&self, sandbox: &Sandbox, limits: &Limits) -> &Plugins {
+        if let Some(p) = self.plugins.get() {
+            return p;
+        }
+        let mut plugins = Plugins::default();
+        if let Some(store) = &self.store {
+            let (ok, refused) = store.load_all(sandbox, limits).await;
+            for tool in ok {
+                let name = tool.info.name.clone();
+                if self.slot(&name).is_some() || self.extra.contains_key(&name) {
+                    plugins.refused.insert(
+                        name,
+                        "a tool with this name is already loaded; names cannot be shadowed".into(),
+                    );
+                    continue;
+                }
+                plugins.tools.insert(name, Arc::new(tool));
+            }
+            for (name, why) in refused {
+                tracing::warn!(plugin = %name, reason = %why, "plugin refused");
+                plugins.refused.insert(name, why);
+            }
+        }
+        let _ = self.plugins.set(plugins);
+        self.plugins.get().expect("set just above")
     }
 
     /// Load an extra component from a file (a test guest now, plugins later).
@@ -241,38 +441,49 @@ impl Registry {
         let loaded = sandbox.load(&name, &bytes)?;
         let tool = describe(sandbox, limits, loaded, None, false).await?;
         let info = tool.info.clone();
-        self.insert(tool)?;
+        let name = info.name.clone();
+        if self.slot(&name).is_some() || self.extra.contains_key(&name) {
+            return Err(Error::ComponentLoad {
+                name,
+                message: "a tool with this name is already loaded; names cannot be shadowed".into(),
+            });
+        }
+        self.extra.insert(name, Arc::new(tool));
         Ok(info)
     }
 
-    /// Load the workspace's installed plugins. A plugin that fails a check is not served;
-    /// calling it returns the reason ([`Registry::refused`]).
-    pub async fn add_plugins(&mut self, sandbox: &Sandbox, limits: &Limits, store: &PluginStore) {
-        let (ok, refused) = store.load_all(sandbox, limits).await;
-        for tool in ok {
-            let name = tool.info.name.clone();
-            if let Err(e) = self.insert(tool) {
-                self.refused.insert(name, e.to_string());
-            }
+    /// Why the tool `name` could not be served: a plugin refused at load, or a built-in that
+    /// failed to load.
+    pub fn refused(&self, name: &str) -> Option<String> {
+        if let Some(slot) = self.slot(name) {
+            return slot.error.lock().unwrap_or_else(|p| p.into_inner()).clone();
         }
-        for (name, why) in refused {
-            tracing::warn!(plugin = %name, reason = %why, "plugin refused");
-            self.refused.insert(name, why);
-        }
+        self.plugins.get()?.refused.get(name).cloned()
     }
 
-    /// Why the plugin tool `name` was refused at load, if it was.
-    pub fn refused(&self, name: &str) -> Option<&str> {
-        self.refused.get(name).map(String::as_str)
+    /// Whether `name` is a built-in tool's name.
+    pub fn is_builtin(&self, name: &str) -> bool {
+        self.slot(name).is_some()
+    }
+
+    fn builtin_errors(&self) -> Vec<(String, String)> {
+        self.builtins
+            .iter()
+            .filter(|s| s.info.get().is_none())
+            .filter_map(|s| Some((s.name.to_string(), self.refused(s.name)?)))
+            .collect()
     }
 
     /// The plugins refused because this user's toolgate did not install them (an untrusted
-    /// workspace's shipped plugins), as ignored parts.
+    /// workspace's shipped plugins), as ignored parts. Reads only the plugins' records.
     pub fn ignored_plugins(&self) -> Vec<crate::policy::Ignored> {
-        self.refused
+        let unsigned = self.unsigned.get_or_init(|| match &self.store {
+            Some(store) => store.unsigned_tools(),
+            None => Vec::new(),
+        });
+        unsigned
             .iter()
-            .filter(|(_, why)| why.starts_with(crate::plugins::UNSIGNED_RECORD))
-            .map(|(name, _)| crate::policy::Ignored {
+            .map(|name| crate::policy::Ignored {
                 file: format!(
                     ".toolgate/plugins/{}",
                     name.trim_start_matches(crate::plugins::TOOL_PREFIX)
@@ -283,37 +494,119 @@ impl Registry {
             .collect()
     }
 
-    /// Every refused plugin tool with the reason.
-    pub fn all_refused(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.refused.iter().map(|(k, v)| (k.as_str(), v.as_str()))
-    }
-
-    fn insert(&mut self, tool: RegisteredTool) -> Result<()> {
-        let name = tool.info.name.clone();
-        if self.tools.contains_key(&name) {
-            return Err(Error::ComponentLoad {
-                name,
-                message: "a tool with this name is already loaded; names cannot be shadowed".into(),
-            });
+    /// Every tool refused (plugins) or not loadable (built-ins), with the reason. Loads the
+    /// catalog first.
+    pub fn all_refused(&self, sandbox: &Sandbox, limits: &Limits) -> Vec<(String, String)> {
+        self.catalog(sandbox, limits);
+        let mut out = self.builtin_errors();
+        if let Some(p) = self.plugins.get() {
+            out.extend(p.refused.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
-        self.tools.insert(name, Arc::new(tool));
-        Ok(())
+        out.sort();
+        out
     }
 
-    /// The tool called `name`.
-    pub fn get(&self, name: &str) -> Option<Arc<RegisteredTool>> {
-        self.tools.get(name).cloned()
+    /// Make sure every tool is known (loading on a thread of its own if it is not).
+    fn catalog(&self, sandbox: &Sandbox, limits: &Limits) {
+        let known = self
+            .builtins
+            .iter()
+            .all(|s| s.info.get().is_some() || s.error_set())
+            && self.plugins.get().is_some();
+        if !known {
+            let _ = block_on(|| self.preload(sandbox, limits));
+        }
     }
 
-    /// Every tool, by name.
-    pub fn iter(&self) -> impl Iterator<Item = &ToolInfo> {
-        self.tools.values().map(|t| &t.info)
+    /// Every tool, by name (built-ins that cannot be loaded are left out, see
+    /// [`Registry::all_refused`]).
+    pub fn iter(&self, sandbox: &Sandbox, limits: &Limits) -> Vec<&ToolInfo> {
+        self.catalog(sandbox, limits);
+        let mut all: Vec<&ToolInfo> = self
+            .builtins
+            .iter()
+            .filter_map(|s| s.info.get())
+            .chain(self.extra.values().map(|t| &t.info))
+            .chain(
+                self.plugins
+                    .get()
+                    .into_iter()
+                    .flat_map(|p| p.tools.values().map(|t| &t.info)),
+            )
+            .collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
+    }
+}
+
+impl Slot {
+    fn error_set(&self) -> bool {
+        self.error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
     }
 
-    /// Every tool name, sorted.
-    pub fn names(&self) -> Vec<&str> {
-        self.tools.keys().map(String::as_str).collect()
+    /// Keep a loaded tool (the first one, if two calls raced) or the reason it failed.
+    fn settle(&self, result: Result<RegisteredTool>) -> Result<Arc<RegisteredTool>> {
+        match result {
+            Ok(tool) => {
+                let tool = self.tool.get_or_init(|| Arc::new(tool)).clone();
+                let _ = self.info.set(tool.info.clone());
+                *self.error.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                Ok(tool)
+            }
+            Err(e) => {
+                tracing::error!(tool = self.name, error = %e, "built-in tool failed to load");
+                *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                Err(e)
+            }
+        }
     }
+}
+
+/// A built-in from its loaded component: its cached self-description if there is one, else
+/// asked now (and cached for the next start).
+async fn register_builtin(
+    sandbox: &Sandbox,
+    limits: &Limits,
+    slot: &Slot,
+    loaded: Loaded,
+    meta: Option<ToolMeta>,
+) -> Result<RegisteredTool> {
+    if let Some(meta) = meta {
+        if let Ok(tool) = register(&meta, loaded.clone(), Some(slot.name), true) {
+            return Ok(tool);
+        }
+    }
+    let d = sandbox.describe(&loaded, limits).await?;
+    let meta = meta_of(&d, &loaded.imports);
+    let tool = register(&meta, loaded, Some(slot.name), true)?;
+    sandbox.record_meta(slot.digest, &meta);
+    Ok(tool)
+}
+
+/// Run a future to completion from synchronous code, on a scoped thread with a runtime of its
+/// own (the caller may be inside an async runtime, even a single-threaded one). `None` if no
+/// runtime could be started.
+fn block_on<F, Fut>(make: F) -> Option<Fut::Output>
+where
+    F: FnOnce() -> Fut + Send,
+    Fut: std::future::Future,
+    Fut::Output: Send,
+{
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            Some(rt.block_on(make()))
+        })
+        .join()
+        .ok()
+        .flatten()
+    })
 }
 
 /// Describe a plugin component: its own name must be the manifest's, it is served as
@@ -352,64 +645,130 @@ async fn describe(
     expected_name: Option<&str>,
     builtin: bool,
 ) -> Result<RegisteredTool> {
-    let label = expected_name.unwrap_or("component").to_string();
     let d = sandbox.describe(&loaded, limits).await?;
-    let bad = |message: String| Error::ComponentLoad {
+    let meta = meta_of(&d, &loaded.imports);
+    register(&meta, loaded, expected_name, builtin)
+}
+
+/// What a component said about itself, as kept beside its artifact.
+fn meta_of(d: &wit::Descriptor, imports: &[String]) -> ToolMeta {
+    ToolMeta {
         name: d.name.clone(),
+        description: d.description.clone(),
+        input_schema: d.input_schema.clone(),
+        risk: match d.risk {
+            wit::Risk::ReadOnly => "read-only",
+            wit::Risk::Write => "write",
+            wit::Risk::Exec => "exec",
+            wit::Risk::Network => "network",
+        }
+        .into(),
+        path_fields: d
+            .path_fields
+            .iter()
+            .map(|f| {
+                let access = match f.access {
+                    wit::PathAccess::Read => "read",
+                    wit::PathAccess::Write => "write",
+                };
+                (f.name.clone(), access.to_string())
+            })
+            .collect(),
+        imports: imports.to_vec(),
+    }
+}
+
+/// A tool from its self-description and loaded component.
+fn register(
+    meta: &ToolMeta,
+    loaded: Loaded,
+    expected_name: Option<&str>,
+    builtin: bool,
+) -> Result<RegisteredTool> {
+    let mut info = view(meta, expected_name, builtin, &loaded.digest)?;
+    info.imports = loaded.imports.clone();
+    let validator =
+        jsonschema::validator_for(&info.input_schema).map_err(|e| Error::ComponentLoad {
+            name: info.name.clone(),
+            message: format!("its input schema is not a valid JSON Schema: {e}"),
+        })?;
+    Ok(RegisteredTool {
+        info,
+        loaded,
+        validator,
+        plugin: None,
+    })
+}
+
+/// The host's view of a tool from its self-description: every check a description must pass,
+/// and the risk and ceiling the host derives from it (a description can only make the host
+/// stricter). The schema's validity as JSON Schema is checked by [`register`].
+fn view(
+    meta: &ToolMeta,
+    expected_name: Option<&str>,
+    builtin: bool,
+    digest: &str,
+) -> Result<ToolInfo> {
+    let label = expected_name.unwrap_or("component").to_string();
+    let bad = |message: String| Error::ComponentLoad {
+        name: meta.name.clone(),
         message,
     };
-    if !valid_name(&d.name) {
+    if !valid_name(&meta.name) {
         return Err(Error::ComponentLoad {
             name: label,
             message: format!(
                 "it calls itself `{}`; a tool name is 1-64 of a-z, 0-9, `_`, `-`, starting with a letter",
-                d.name
+                meta.name
             ),
         });
     }
     if let Some(expected) = expected_name {
-        if d.name != expected {
+        if meta.name != expected {
             return Err(bad(format!(
                 "expected the built-in `{expected}`, it calls itself `{}`",
-                d.name
+                meta.name
             )));
         }
     }
-    let schema: Value = serde_json::from_str(&d.input_schema)
+    let schema: Value = serde_json::from_str(&meta.input_schema)
         .map_err(|e| bad(format!("its input schema is not JSON: {e}")))?;
     if schema.get("type").and_then(Value::as_str) != Some("object") {
         return Err(bad(
             "its input schema must describe an object (`\"type\": \"object\"`)".into(),
         ));
     }
-    let validator = jsonschema::validator_for(&schema)
-        .map_err(|e| bad(format!("its input schema is not a valid JSON Schema: {e}")))?;
     let mut path_fields = Vec::new();
-    for field in &d.path_fields {
+    for (field, access) in &meta.path_fields {
         let declared = schema
             .get("properties")
-            .and_then(|p| p.get(&field.name))
+            .and_then(|p| p.get(field))
             .and_then(|p| p.get("type"))
             .and_then(Value::as_str);
         if declared != Some("string") {
             return Err(bad(format!(
-                "path field `{}` must be a string property of the input schema",
-                field.name
+                "path field `{field}` must be a string property of the input schema"
             )));
         }
-        let access = match field.access {
-            wit::PathAccess::Read => PathUse::Read,
-            wit::PathAccess::Write => PathUse::Write,
+        let access = match access.as_str() {
+            "read" => PathUse::Read,
+            "write" => PathUse::Write,
+            other => {
+                return Err(bad(format!(
+                    "path field `{field}` has an unknown use `{other}`"
+                )))
+            }
         };
-        path_fields.push((field.name.clone(), access));
+        path_fields.push((field.clone(), access));
     }
-    let declared = match d.risk {
-        wit::Risk::ReadOnly => Risk::ReadOnly,
-        wit::Risk::Write => Risk::Write,
-        wit::Risk::Exec => Risk::Exec,
-        wit::Risk::Network => Risk::Network,
+    let declared = match meta.risk.as_str() {
+        "read-only" => Risk::ReadOnly,
+        "write" => Risk::Write,
+        "exec" => Risk::Exec,
+        "network" => Risk::Network,
+        other => return Err(bad(format!("it declares an unknown risk `{other}`"))),
     };
-    let exec = loaded
+    let exec = meta
         .imports
         .iter()
         .any(|i| i.starts_with(EXEC_INTERFACE_PREFIX));
@@ -420,9 +779,9 @@ async fn describe(
     if exec {
         risk = risk.max(Risk::Exec);
     }
-    let info = ToolInfo {
-        name: d.name.clone(),
-        description: d.description.clone(),
+    Ok(ToolInfo {
+        name: meta.name.clone(),
+        description: meta.description.clone(),
         input_schema: schema,
         risk,
         path_fields,
@@ -431,15 +790,9 @@ async fn describe(
         } else {
             Ceiling::Project
         },
-        imports: loaded.imports.clone(),
-        digest: loaded.digest.clone(),
+        imports: meta.imports.clone(),
+        digest: digest.to_string(),
         builtin,
-        plugin: None,
-    };
-    Ok(RegisteredTool {
-        info,
-        loaded,
-        validator,
         plugin: None,
     })
 }
@@ -449,4 +802,18 @@ fn valid_name(name: &str) -> bool {
     matches!(chars.next(), Some('a'..='z'))
         && name.len() <= 64
         && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_' | '-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sha2::{Digest, Sha256};
+
+    #[test]
+    fn build_time_digests_are_the_sha256_of_the_builtins() {
+        assert_eq!(BUILTINS.len(), BUILTIN_DIGESTS.len());
+        for ((name, bytes), digest) in BUILTINS.iter().zip(BUILTIN_DIGESTS) {
+            assert_eq!(hex::encode(Sha256::digest(bytes)), *digest, "{name}");
+        }
+    }
 }
