@@ -337,10 +337,37 @@ fn http(dir: &Path) {
     let _ = child.wait();
 }
 
+/// The same `read` through the gate in process, for what the MCP layer adds beyond it.
+async fn in_process(dir: &Path) -> (f64, f64) {
+    let gate = toolgate::Gate::open(toolgate::GateOptions {
+        workspace: dir.join("ws"),
+        cache_dir: Some(super::cache_dir()),
+        ..toolgate::GateOptions::default()
+    })
+    .await
+    .expect("gate");
+    let input = json!({"path": "small.txt"});
+    for _ in 0..200 {
+        let o = gate.call("bench", "read", input.clone()).await;
+        assert_eq!(o.status, toolgate::Status::Ok, "{o:?}");
+    }
+    let k = n();
+    let mut t = Vec::with_capacity(k);
+    for _ in 0..k {
+        let s = Instant::now();
+        gate.call("bench", "read", input.clone()).await;
+        t.push(s.elapsed());
+    }
+    stats(t)
+}
+
 pub async fn run() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir_all(dir.path().join("ws")).unwrap();
     std::fs::write(dir.path().join("ws/small.txt"), FILE).unwrap();
+    let (p50, p99) = in_process(dir.path()).await;
+    println!("MCP reference: the same `read` through the gate in process");
+    println!("  in process     p50 {p50:>8.1} µs   p99 {p99:>8.1} µs   (call - ping - this = what the MCP layer adds)");
     let path = dir.path().to_path_buf();
     tokio::task::spawn_blocking(move || {
         stdio(&path);
