@@ -32,10 +32,15 @@ struct Args {
     sessions: usize,
     inflight: usize,
     bin: PathBuf,
+    /// Diagnostic: the client sets TCP_QUICKACK after every read, so a server answer written in
+    /// two segments without TCP_NODELAY is not held for the client's delayed ACK (~40 ms).
+    quickack: bool,
 }
 
 fn usage() -> ! {
-    eprintln!("usage: load [--duration SECS] [--sessions N] [--inflight N] [--bin PATH]");
+    eprintln!(
+        "usage: load [--duration SECS] [--sessions N] [--inflight N] [--bin PATH] [--quickack]"
+    );
     std::process::exit(2)
 }
 
@@ -52,6 +57,7 @@ fn args() -> Args {
         sessions: 1000,
         inflight: 100,
         bin: default_bin,
+        quickack: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -63,6 +69,7 @@ fn args() -> Args {
             "--sessions" => a.sessions = value().parse().unwrap_or_else(|_| usage()),
             "--inflight" => a.inflight = value().parse().unwrap_or_else(|_| usage()),
             "--bin" => a.bin = PathBuf::from(value()),
+            "--quickack" => a.quickack = true,
             _ => usage(),
         }
     }
@@ -191,6 +198,7 @@ fn start_server(bin: &Path, dir: &Path, sessions: usize) -> Server {
 
 /// One keep-alive HTTP/1.1 connection (reopened when the server closes it).
 struct Conn {
+    quickack: bool,
     port: u16,
     token: Arc<str>,
     sender: Option<hyper::client::conn::http1::SendRequest<Full<Bytes>>>,
@@ -231,8 +239,12 @@ impl Conn {
                 .await
                 .map_err(|e| Failure::Connect(e.to_string()))?;
             let _ = tcp.set_nodelay(true);
+            let io = QuickAck {
+                inner: tcp,
+                on: self.quickack,
+            };
             let (sender, conn) =
-                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io))
                     .await
                     .map_err(|e| Failure::Connect(e.to_string()))?;
             tokio::spawn(async move {
@@ -313,6 +325,52 @@ impl Conn {
     }
 }
 
+/// A TCP stream that (when `on`) re-arms TCP_QUICKACK after every read (Linux).
+struct QuickAck {
+    inner: tokio::net::TcpStream,
+    on: bool,
+}
+
+impl tokio::io::AsyncRead for QuickAck {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let r = tokio::io::AsyncRead::poll_read(std::pin::Pin::new(&mut this.inner), cx, buf);
+        #[cfg(target_os = "linux")]
+        if this.on {
+            let _ = rustix::net::sockopt::set_tcp_quickack(&this.inner, true);
+        }
+        r
+    }
+}
+
+impl tokio::io::AsyncWrite for QuickAck {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        tokio::io::AsyncWrite::poll_write(std::pin::Pin::new(&mut self.get_mut().inner), cx, buf)
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        tokio::io::AsyncWrite::poll_flush(std::pin::Pin::new(&mut self.get_mut().inner), cx)
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        tokio::io::AsyncWrite::poll_shutdown(std::pin::Pin::new(&mut self.get_mut().inner), cx)
+    }
+}
+
 async fn open_session(conn: &mut Conn) -> Result<String, Failure> {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": PROTOCOL, "capabilities": {},
@@ -366,9 +424,11 @@ async fn main() {
     let mut opening = Vec::new();
     for o in 0..openers {
         let (token, port, stats) = (token.clone(), server.port, stats.clone());
+        let quickack = a.quickack;
         let count = (o..a.sessions).step_by(openers).count();
         opening.push(tokio::spawn(async move {
             let mut conn = Conn {
+                quickack,
                 port,
                 token,
                 sender: None,
@@ -410,8 +470,10 @@ async fn main() {
     for w in 0..a.inflight {
         let (stats, token, all) = (stats.clone(), token.clone(), all.clone());
         let port = server.port;
+        let quickack = a.quickack;
         workers.push(tokio::spawn(async move {
             let mut conn = Conn {
+                quickack,
                 port,
                 token,
                 sender: None,
