@@ -920,26 +920,25 @@ mod linux {
             .map_err(|e| e.to_string())
     }
 
-    /// The seccomp filters: refused calls get `EPERM`; `clone3` gets `ENOSYS` (its flags
-    /// cannot be inspected), so the C library falls back to `clone`, whose flags are checked.
+    /// The seccomp filter: refused calls get `EPERM`; `clone3` gets `ENOSYS` (its flags
+    /// cannot be inspected; the C library falls back to `clone`). One program laid out as a
+    /// binary search ([`crate::exec::seccomp`]), so installing it is cheap.
     fn seccomp_filters() -> Result<&'static [seccompiler::BpfProgram], String> {
         static FILTERS: OnceLock<Result<Vec<seccompiler::BpfProgram>, String>> = OnceLock::new();
         FILTERS
-            .get_or_init(compile_seccomp_filters)
+            .get_or_init(|| {
+                let arch = crate::exec::seccomp::native_arch().ok_or_else(|| {
+                    format!("seccomp: {} is not supported", std::env::consts::ARCH)
+                })?;
+                Ok(vec![crate::exec::seccomp::build(arch, &seccomp_rules())?])
+            })
             .as_deref()
             .map_err(Clone::clone)
     }
 
-    fn compile_seccomp_filters() -> Result<Vec<seccompiler::BpfProgram>, String> {
-        use seccompiler::{
-            SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op, SeccompCondition as Cond,
-            SeccompFilter, SeccompRule, TargetArch,
-        };
-        let arch: TargetArch = std::env::consts::ARCH
-            .try_into()
-            .map_err(|e| format!("seccomp: {e:?}"))?;
-        let err = |e: seccompiler::BackendError| format!("seccomp: {e}");
-        let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    /// Every refused system call and how (the table in docs/decisions.md).
+    pub(super) fn seccomp_rules() -> Vec<(i64, crate::exec::seccomp::Rule)> {
+        use crate::exec::seccomp::Rule;
         let always: &[libc::c_long] = &[
             libc::SYS_settimeofday,
             libc::SYS_clock_settime,
@@ -976,34 +975,15 @@ mod linux {
             libc::SYS_open_tree,
             libc::SYS_mount_setattr,
         ];
-        for nr in always {
-            rules.insert(*nr, vec![]);
-        }
+        let mut rules: Vec<(i64, Rule)> = always.iter().map(|nr| (*nr, Rule::Deny)).collect();
         #[cfg(target_arch = "x86_64")]
-        for nr in [libc::SYS_iopl, libc::SYS_ioperm] {
-            rules.insert(nr, vec![]);
+        {
+            rules.push((libc::SYS_iopl, Rule::Deny));
+            rules.push((libc::SYS_ioperm, Rule::Deny));
+            rules.push((libc::SYS_mknod, Rule::DeviceMode { arg: 1 }));
         }
-        let device = |arg: u8| -> Result<Vec<SeccompRule>, String> {
-            let mut v = Vec::new();
-            for kind in [libc::S_IFCHR, libc::S_IFBLK] {
-                v.push(
-                    SeccompRule::new(vec![Cond::new(
-                        arg,
-                        Len::Dword,
-                        Op::MaskedEq(u64::from(libc::S_IFMT)),
-                        u64::from(kind),
-                    )
-                    .map_err(err)?])
-                    .map_err(err)?,
-                );
-            }
-            Ok(v)
-        };
-        #[cfg(target_arch = "x86_64")]
-        rules.insert(libc::SYS_mknod, device(1)?);
-        rules.insert(libc::SYS_mknodat, device(2)?);
-        let mut namespaces = Vec::new();
-        for flag in [
+        rules.push((libc::SYS_mknodat, Rule::DeviceMode { arg: 2 }));
+        let namespaces = [
             libc::CLONE_NEWUSER,
             libc::CLONE_NEWNS,
             libc::CLONE_NEWNET,
@@ -1011,41 +991,97 @@ mod linux {
             libc::CLONE_NEWIPC,
             libc::CLONE_NEWUTS,
             libc::CLONE_NEWCGROUP,
-        ] {
-            let flag = u64::from(flag.cast_unsigned());
-            namespaces.push(
-                SeccompRule::new(vec![
-                    Cond::new(0, Len::Qword, Op::MaskedEq(flag), flag).map_err(err)?
-                ])
-                .map_err(err)?,
-            );
-        }
-        rules.insert(libc::SYS_clone, namespaces);
-        rules.insert(
+        ]
+        .iter()
+        .fold(0u32, |m, f| m | f.cast_unsigned());
+        rules.push((
+            libc::SYS_clone,
+            Rule::AnyFlag {
+                arg: 0,
+                mask: namespaces,
+            },
+        ));
+        rules.push((
             libc::SYS_ioctl,
-            vec![SeccompRule::new(vec![
-                Cond::new(1, Len::Dword, Op::Eq, libc::TIOCSTI).map_err(err)?
-            ])
-            .map_err(err)?],
-        );
-        let eperm = SeccompFilter::new(
-            rules,
-            SeccompAction::Allow,
-            SeccompAction::Errno(libc::EPERM.cast_unsigned()),
-            arch,
-        )
-        .map_err(err)?;
-        let enosys = SeccompFilter::new(
-            BTreeMap::from([(libc::SYS_clone3, vec![])]),
-            SeccompAction::Allow,
-            SeccompAction::Errno(libc::ENOSYS.cast_unsigned()),
-            arch,
-        )
-        .map_err(err)?;
-        Ok(vec![
-            eperm.try_into().map_err(err)?,
-            enosys.try_into().map_err(err)?,
-        ])
+            Rule::Equals {
+                arg: 1,
+                value: u32::try_from(libc::TIOCSTI).unwrap_or(u32::MAX),
+            },
+        ));
+        rules.push((libc::SYS_clone3, Rule::NoSys));
+        rules
+    }
+
+    /// The same refusals built by seccompiler (its linear layout): the reference the binary
+    /// search is checked against.
+    #[cfg(test)]
+    pub(super) fn seccompiler_reference() -> Vec<seccompiler::BpfProgram> {
+        use crate::exec::seccomp::Rule;
+        use seccompiler::{
+            SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op, SeccompCondition as Cond,
+            SeccompFilter, SeccompRule, TargetArch,
+        };
+        let arch: TargetArch = std::env::consts::ARCH.try_into().unwrap();
+        let mut eperm: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+        let mut enosys: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+        let rule = |c: Vec<Cond>| SeccompRule::new(c).unwrap();
+        for (nr, r) in seccomp_rules() {
+            match r {
+                Rule::Deny => {
+                    eperm.insert(nr, vec![]);
+                }
+                Rule::NoSys => {
+                    enosys.insert(nr, vec![]);
+                }
+                Rule::DeviceMode { arg } => {
+                    let v = [libc::S_IFCHR, libc::S_IFBLK]
+                        .iter()
+                        .map(|k| {
+                            rule(vec![Cond::new(
+                                arg,
+                                Len::Dword,
+                                Op::MaskedEq(u64::from(libc::S_IFMT)),
+                                u64::from(*k),
+                            )
+                            .unwrap()])
+                        })
+                        .collect();
+                    eperm.insert(nr, v);
+                }
+                Rule::AnyFlag { arg, mask } => {
+                    let v = (0..32)
+                        .map(|b| 1u64 << b)
+                        .filter(|b| u64::from(mask) & b != 0)
+                        .map(|b| {
+                            rule(vec![Cond::new(arg, Len::Qword, Op::MaskedEq(b), b).unwrap()])
+                        })
+                        .collect();
+                    eperm.insert(nr, v);
+                }
+                Rule::Equals { arg, value } => {
+                    eperm.insert(
+                        nr,
+                        vec![rule(vec![Cond::new(
+                            arg,
+                            Len::Dword,
+                            Op::Eq,
+                            u64::from(value),
+                        )
+                        .unwrap()])],
+                    );
+                }
+            }
+        }
+        let build = |rules, action| -> seccompiler::BpfProgram {
+            SeccompFilter::new(rules, SeccompAction::Allow, action, arch)
+                .unwrap()
+                .try_into()
+                .unwrap()
+        };
+        vec![
+            build(eperm, SeccompAction::Errno(libc::EPERM.cast_unsigned())),
+            build(enosys, SeccompAction::Errno(libc::ENOSYS.cast_unsigned())),
+        ]
     }
 
     pub(super) fn probe() -> Probe {
@@ -1730,5 +1766,99 @@ mod linux {
             });
         }
         Ok(())
+    }
+
+    #[cfg(test)]
+    mod seccomp_tests {
+        use super::{seccomp_filters, seccomp_rules, seccompiler_reference};
+        use crate::exec::seccomp::tests::{run, run_all};
+
+        fn arg_sets() -> Vec<[u64; 6]> {
+            let mut v = vec![[0u64; 6]];
+            for t in [
+                libc::S_IFCHR,
+                libc::S_IFBLK,
+                libc::S_IFREG,
+                libc::S_IFIFO,
+                libc::S_IFSOCK,
+                libc::S_IFDIR,
+            ] {
+                for extra in [0u64, 0o644, 0o7777, 0xffff_0000_0000_0000] {
+                    let m = u64::from(t) | extra;
+                    v.push([0, m, m, 0, 0, 0]);
+                }
+            }
+            let ns = [
+                libc::CLONE_NEWUSER,
+                libc::CLONE_NEWNS,
+                libc::CLONE_NEWNET,
+                libc::CLONE_NEWPID,
+                libc::CLONE_NEWIPC,
+                libc::CLONE_NEWUTS,
+                libc::CLONE_NEWCGROUP,
+            ];
+            for f in ns {
+                let f = u64::from(f.cast_unsigned());
+                v.push([f, 0, 0, 0, 0, 0]);
+                v.push([f | 0x11 | (1 << 40), 0, 0, 0, 0, 0]);
+            }
+            let fork = u64::from((libc::CLONE_VM | libc::CLONE_VFORK).cast_unsigned()) | 17;
+            v.push([fork, 0, 0, 0, 0, 0]);
+            v.push([0xffff_ffff_0000_0000, 0, 0, 0, 0, 0]);
+            let sti = libc::TIOCSTI as u64;
+            for a1 in [sti, sti | (1 << 32), sti + 1, 0x5401] {
+                v.push([0, a1, 0, 0, 0, 0]);
+            }
+            v
+        }
+
+        #[test]
+        fn the_binary_search_refuses_exactly_what_seccompiler_refuses() {
+            let ours = seccomp_filters().unwrap();
+            assert_eq!(ours.len(), 1);
+            let reference = seccompiler_reference();
+            let refs: Vec<&[seccompiler::sock_filter]> = reference.iter().map(|p| &p[..]).collect();
+            let arch = crate::exec::seccomp::native_arch().unwrap();
+            let args = arg_sets();
+            let mut refused = std::collections::BTreeSet::new();
+            for nr in 0..1024u32 {
+                for a in &args {
+                    let want = run_all(&refs, arch, nr, *a);
+                    let got = run(&ours[0], arch, nr, *a);
+                    assert_eq!(got, want, "system call {nr} with arguments {a:x?}");
+                    if got != libc::SECCOMP_RET_ALLOW {
+                        refused.insert(nr);
+                    }
+                }
+            }
+            // Every listed call is refused for some arguments.
+            assert_eq!(refused.len(), seccomp_rules().len(), "{refused:?}");
+            // Another architecture is killed, as seccompiler does; x32 numbers are refused.
+            assert_eq!(
+                run(&ours[0], 0x4000_0003, 21, [0; 6]),
+                libc::SECCOMP_RET_KILL_PROCESS
+            );
+            assert_eq!(
+                run_all(&refs, 0x4000_0003, 21, [0; 6]),
+                libc::SECCOMP_RET_KILL_PROCESS
+            );
+            let mount_x32 = 0x4000_0000 | u32::try_from(libc::SYS_mount).unwrap();
+            assert_eq!(
+                run(&ours[0], arch, mount_x32, [0; 6]),
+                libc::SECCOMP_RET_ERRNO | libc::EPERM as u32
+            );
+        }
+
+        #[test]
+        fn the_filter_is_short_and_every_call_meets_few_instructions() {
+            let ours = seccomp_filters().unwrap();
+            let linear: usize = seccompiler_reference().iter().map(Vec::len).sum();
+            assert!(
+                ours[0].len() * 2 < linear,
+                "{} instructions against seccompiler's {linear}",
+                ours[0].len()
+            );
+            assert!(!seccomp_rules().is_empty());
+        }
     }
 }

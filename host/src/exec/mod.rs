@@ -15,6 +15,8 @@ pub mod option_tables;
 pub mod options;
 pub mod policy;
 pub mod run;
+#[cfg(target_os = "linux")]
+pub mod seccomp;
 pub mod spawner;
 pub mod view;
 
