@@ -26,6 +26,14 @@
 //!   batch 400 (`-32600`): each with a JSON-RPC error body.
 //! - Every connection is its own task, and every MCP request its own task inside rmcp, so one
 //!   session's slow call (a command, a hook, an approval) does not hold up another session.
+//! - A 2026-07-28 request (its `_meta` names the version and the client's capabilities) needs
+//!   no session: rmcp serves it statelessly, answered as plain JSON. Its toolgate session is
+//!   its conversation, [`conversation_session`] of the token and the optional
+//!   `Toolgate-Conversation` header, passed to the handler in an internal header that is
+//!   stripped from every client request first. Any process serving the workspace may answer
+//!   it (approval states verify on every process given the same
+//!   [`super::mrtr::STATE_KEY_FILE_ENV`] key file).
+//! - A session ended with `DELETE` is answered 204 No Content.
 
 use super::McpConnection;
 use crate::gate::Gate;

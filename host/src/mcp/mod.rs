@@ -383,12 +383,17 @@ impl McpConnection {
                         }
                     }
                 }
-                q = async { asked.as_mut().expect("listening").await }, if listening => {
+                q = async {
+                    match asked.as_mut() {
+                        Some(rx) => rx.await.ok(),
+                        None => std::future::pending().await,
+                    }
+                }, if listening => {
                     listening = false;
                     asked = None;
                     // The question goes to the client: the call is withdrawn (nothing runs)
                     // and ends at the broker's next look at its cancel flag.
-                    if let Ok(q) = q {
+                    if let Some(q) = q {
                         cancel.store(true, Ordering::SeqCst);
                         cancelled_at.get_or_insert_with(Instant::now);
                         gate.broker().withdraw(&q.id);
