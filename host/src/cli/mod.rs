@@ -388,7 +388,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             // three times; the audit writer's own checkpoints keep the WAL bounded). Shell
             // calls keep the orderly exit, which ends the jobs they started.
             if !matches!(tool.as_str(), "shell" | "job_output" | "job_kill") {
-                gate.state().flush_audit();
+                gate.state().flush_for_exit();
                 drop(out);
                 std::process::exit(i32::from(code));
             }

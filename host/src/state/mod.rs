@@ -161,6 +161,13 @@ impl StateDb {
         Ok(n)
     }
 
+    /// Everything a process that exits now without closing the database must wait for: the
+    /// audit written, and its export (if one is configured) delivered.
+    pub fn flush_for_exit(&self) {
+        self.flush_audit();
+        crate::telemetry::flush();
+    }
+
     /// Record that a session exists (first use).
     pub fn touch_session(&self, session: &str) -> Result<()> {
         self.conn()
