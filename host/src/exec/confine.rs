@@ -1015,6 +1015,7 @@ mod linux {
     /// The same refusals built by seccompiler (its linear layout): the reference the binary
     /// search is checked against.
     #[cfg(test)]
+    #[allow(clippy::unwrap_used)]
     pub(super) fn seccompiler_reference() -> Vec<seccompiler::BpfProgram> {
         use crate::exec::seccomp::Rule;
         use seccompiler::{
@@ -1769,6 +1770,7 @@ mod linux {
     }
 
     #[cfg(test)]
+    #[allow(clippy::unwrap_used)]
     mod seccomp_tests {
         use super::{seccomp_filters, seccomp_rules, seccompiler_reference};
         use crate::exec::seccomp::tests::{run, run_all};

@@ -277,6 +277,7 @@ fn tree(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 pub(crate) mod tests {
     use super::*;
 
