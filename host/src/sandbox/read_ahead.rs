@@ -618,9 +618,9 @@ impl Worker {
                 &mut linked,
                 &mut self.buf,
             ) {
-                Ok(Read::Whole) => self.sort(),
-                Ok(Read::TooLarge(n)) => Got::TooLarge(n),
-                Ok(Read::NotRead) => Got::NotRead,
+                Ok(Fetched::Whole) => self.sort(),
+                Ok(Fetched::TooLarge(n)) => Got::TooLarge(n),
+                Ok(Fetched::NotRead) => Got::NotRead,
                 Err(Skip::Secret) => continue,
                 Err(Skip::Swapped) => {
                     swapped += 1;
@@ -687,7 +687,7 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 
 /// How [`read_plain`] ended.
 #[derive(Debug, PartialEq, Eq)]
-enum Read {
+enum Fetched {
     /// The whole file is in the buffer.
     Whole,
     TooLarge(u64),
@@ -719,7 +719,7 @@ fn read_plain(
     room: u64,
     linked: &mut dyn FnMut(u64, u64, u64) -> bool,
     buf: &mut Vec<u8>,
-) -> Result<Read, Skip> {
+) -> Result<Fetched, Skip> {
     use rustix::fs::{FileType, Mode, OFlags};
     let Ok(fd) = rustix::fs::openat(
         dir,
@@ -727,27 +727,27 @@ fn read_plain(
         OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::NOFOLLOW,
         Mode::empty(),
     ) else {
-        return Ok(Read::NotRead);
+        return Ok(Fetched::NotRead);
     };
     let Ok(stat) = rustix::fs::fstat(&fd) else {
-        return Ok(Read::NotRead);
+        return Ok(Fetched::NotRead);
     };
     if stat.st_dev as u64 == listed.0 && stat.st_ino as u64 != listed.1 {
         return Err(Skip::Swapped);
     }
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-        return Ok(Read::NotRead);
+        return Ok(Fetched::NotRead);
     }
     if stat.st_nlink > 1 && linked(stat.st_dev as u64, stat.st_ino as u64, stat.st_nlink as u64) {
         return Err(Skip::Secret);
     }
     let size = u64::try_from(stat.st_size).unwrap_or(0);
     if size > max_file {
-        return Ok(Read::TooLarge(size));
+        return Ok(Fetched::TooLarge(size));
     }
     let cap = MAX_READ_AHEAD_FILE.min(room);
     if size > cap {
-        return Ok(Read::NotRead);
+        return Ok(Fetched::NotRead);
     }
     // One byte more than the size: a read that fills less than asked is at the end.
     buf.clear();
@@ -761,18 +761,18 @@ fn read_plain(
                 // The file grew while it was read.
                 let len = buf.len() as u64;
                 if len > max_file {
-                    return Ok(Read::TooLarge(len));
+                    return Ok(Fetched::TooLarge(len));
                 }
                 if len > cap {
-                    return Ok(Read::NotRead);
+                    return Ok(Fetched::NotRead);
                 }
                 buf.reserve(64 << 10);
             }
             Err(rustix::io::Errno::INTR) => {}
-            Err(_) => return Ok(Read::NotRead),
+            Err(_) => return Ok(Fetched::NotRead),
         }
     }
-    Ok(Read::Whole)
+    Ok(Fetched::Whole)
 }
 
 #[cfg(test)]
@@ -819,7 +819,7 @@ mod tests {
             .unwrap();
             (got, buf)
         };
-        let whole = |(got, buf): (Read, Vec<u8>)| (got == Read::Whole).then_some(buf);
+        let whole = |(got, buf): (Fetched, Vec<u8>)| (got == Fetched::Whole).then_some(buf);
         assert_eq!(
             whole(read_plain(&root.join("a.txt"), 100, u64::MAX)).unwrap(),
             b"hello\n"
@@ -830,7 +830,7 @@ mod tests {
         );
         assert_eq!(
             read_plain(&root.join("big"), 100, u64::MAX).0,
-            Read::TooLarge(3000)
+            Fetched::TooLarge(3000)
         );
         assert_eq!(
             whole(read_plain(&root.join("big"), 3000, u64::MAX))
@@ -839,13 +839,16 @@ mod tests {
             3000
         );
         // More than the chunk has room for: left to the tool.
-        assert_eq!(read_plain(&root.join("big"), 3000, 2999).0, Read::NotRead);
+        assert_eq!(
+            read_plain(&root.join("big"), 3000, 2999).0,
+            Fetched::NotRead
+        );
         // A symlink (even to a file inside) and a FIFO are not read, and the FIFO does not
         // block the thread.
         for name in ["link", "fifo", "missing"] {
             assert_eq!(
                 read_plain(&root.join(name), 100, u64::MAX).0,
-                Read::NotRead,
+                Fetched::NotRead,
                 "{name}"
             );
         }
