@@ -332,7 +332,7 @@ async fn rmcp_over_http_approves_a_write_on_both_revisions() {
     let token = "t".repeat(64);
     let server = Server::start(
         &ws,
-        &private_file(dir.path(), "tokens", &[token.clone()]),
+        &private_file(dir.path(), "tokens", std::slice::from_ref(&token)),
         &[],
     );
     for (lifecycle, version, file) in [
@@ -365,7 +365,7 @@ fn http_2026_needs_no_session_and_a_conversation_spans_server_processes() {
     ws.write("notes.txt", "alpha\n");
     let dir = tempfile::tempdir().unwrap();
     let token = "a".repeat(64);
-    let tokens = private_file(dir.path(), "tokens", &[token.clone()]);
+    let tokens = private_file(dir.path(), "tokens", std::slice::from_ref(&token));
     let key = private_file(dir.path(), "state-key", &["k".repeat(64)]);
     let env = [("TOOLGATE_MCP_STATE_KEY_FILE", key.as_path())];
     let one = Server::start(&ws, &tokens, &env);
@@ -525,7 +525,7 @@ async fn an_expired_approval_state_is_refused() {
     let ws = Ws::new();
     let dir = tempfile::tempdir().unwrap();
     let token = "e".repeat(64);
-    let tokens = private_file(dir.path(), "tokens", &[token.clone()]);
+    let tokens = private_file(dir.path(), "tokens", std::slice::from_ref(&token));
     let gate = Gate::open(GateOptions {
         workspace: ws.root(),
         cache_dir: Some(cache_dir()),
@@ -571,7 +571,7 @@ fn delete_of_a_session_answers_204() {
     let token = "d".repeat(64);
     let server = Server::start(
         &ws,
-        &private_file(dir.path(), "tokens", &[token.clone()]),
+        &private_file(dir.path(), "tokens", std::slice::from_ref(&token)),
         &[],
     );
     let auth = format!("Bearer {token}");
@@ -624,7 +624,7 @@ fn python_sdk_auto_and_legacy_modes_approve_a_write() {
     let token = "p".repeat(64);
     let server = Server::start(
         &ws,
-        &private_file(dir.path(), "tokens", &[token.clone()]),
+        &private_file(dir.path(), "tokens", std::slice::from_ref(&token)),
         &[],
     );
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_python/run.sh");

@@ -15,10 +15,13 @@ use std::time::{Duration, Instant};
 /// A GitHub token the audit redacts by value (see redaction.rs).
 const SECRET: &str = "ghp_Z8y7X6w5V4u3T2s1R0q9P8o7N6m5L4k3J2i1";
 
+/// Every POST body a collector received, with its path.
+type Received = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
+
 /// A loopback OTLP/HTTP receiver: every POST body kept by path, answered 200.
 struct Collector {
     url: String,
-    got: Arc<Mutex<Vec<(String, Vec<u8>)>>>,
+    got: Received,
     _stop: tokio::sync::oneshot::Sender<()>,
 }
 
@@ -28,7 +31,7 @@ impl Collector {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
-        let got: Arc<Mutex<Vec<(String, Vec<u8>)>>> = Arc::default();
+        let got: Received = Arc::default();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let kept = got.clone();
         std::thread::spawn(move || {

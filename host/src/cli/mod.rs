@@ -100,6 +100,12 @@ enum Command {
         /// one fresh token if missing). Default: $XDG_STATE_HOME/toolgate/http-token.
         #[arg(long, value_name = "FILE", requires = "http")]
         token_file: Option<PathBuf>,
+        /// Sign MCP 2026-07-28 approval states with the key in FILE (yours, mode 0600, e.g.
+        /// `openssl rand -hex 32`), so several `serve` processes behind one load balancer
+        /// accept each other's approval rounds. Default: a random key per process. Same as
+        /// $TOOLGATE_MCP_STATE_KEY_FILE.
+        #[arg(long, value_name = "FILE")]
+        state_key_file: Option<PathBuf>,
         /// Shorthand for `--grant` of every write tool (write, edit, multiedit).
         #[arg(long)]
         allow_write: bool,
@@ -245,6 +251,14 @@ enum SessionCommand {
 /// Run the command line.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Serve {
+        state_key_file: Some(file),
+        ..
+    } = &cli.command
+    {
+        // Before any thread exists: the MCP server reads the key file's name from here once.
+        std::env::set_var(toolgate::mcp::mrtr::STATE_KEY_FILE_ENV, file);
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
@@ -401,6 +415,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             token_file,
             allow_write,
             components,
+            state_key_file: _,
         } => {
             let gate = Gate::open(GateOptions {
                 // Approvals come from each MCP client (elicitation), never from this terminal.
@@ -433,6 +448,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     let http = gate.policy().http;
                     if let Some(n) = http.max_sessions {
                         options.max_sessions = usize::try_from(n).unwrap_or(usize::MAX);
+                    }
+                    if let Some(n) = http.max_connections {
+                        options.max_connections = usize::try_from(n).unwrap_or(usize::MAX);
                     }
                     if let Some(secs) = http.session_idle_secs {
                         options.session_idle = std::time::Duration::from_secs(secs);

@@ -755,7 +755,6 @@ mod linux {
         UnmountFlags,
     };
     use rustix::thread::UnshareFlags;
-    use std::collections::BTreeMap;
     use std::ffi::{CStr, CString};
     use std::os::unix::ffi::OsStrExt;
     use std::path::{Path, PathBuf};
@@ -1023,6 +1022,7 @@ mod linux {
             SeccompFilter, SeccompRule, TargetArch,
         };
         let arch: TargetArch = std::env::consts::ARCH.try_into().unwrap();
+        use std::collections::BTreeMap;
         let mut eperm: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
         let mut enosys: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
         let rule = |c: Vec<Cond>| SeccompRule::new(c).unwrap();
@@ -1807,7 +1807,8 @@ mod linux {
             let fork = u64::from((libc::CLONE_VM | libc::CLONE_VFORK).cast_unsigned()) | 17;
             v.push([fork, 0, 0, 0, 0, 0]);
             v.push([0xffff_ffff_0000_0000, 0, 0, 0, 0, 0]);
-            let sti = libc::TIOCSTI as u64;
+            #[allow(clippy::useless_conversion)] // `c_ulong` is `u64` on 64-bit Linux
+            let sti = u64::from(libc::TIOCSTI);
             for a1 in [sti, sti | (1 << 32), sti + 1, 0x5401] {
                 v.push([0, a1, 0, 0, 0, 0]);
             }

@@ -414,12 +414,16 @@ impl Gate {
             .tool(&self.sandbox, &self.limits, tool_name)
             .await;
 
+        let mut key: Option<String> = None;
         let observation = match self
-            .prepare(session, tool_name, input, &call_id, approver)
+            .prepare(session, tool_name, input, &call_id, approver, &mut key)
             .await
         {
             Err((decision, observation)) => {
-                events.push(("decision", decision_event(&decision, &observation)));
+                events.push((
+                    "decision",
+                    decision_event(&decision, &observation, key.as_deref()),
+                ));
                 observation
             }
             // Cancelled between the decision and the start (e.g. as its approval came): a
@@ -431,15 +435,20 @@ impl Gate {
                     prepared.decision.stage,
                     "the call was cancelled before it started; nothing ran",
                 );
-                events.push(("decision", decision_event(&decision, &observation)));
+                events.push((
+                    "decision",
+                    decision_event(&decision, &observation, key.as_deref()),
+                ));
                 observation
             }
             Ok(prepared) => {
                 let d = &prepared.decision;
-                events.push((
-                    "decision",
-                    json!({ "decision": d.decision, "stage": d.stage, "source": d.source }),
-                ));
+                let mut detail =
+                    json!({ "decision": d.decision, "stage": d.stage, "source": d.source });
+                if let Some(k) = &key {
+                    detail["key"] = json!(k);
+                }
+                events.push(("decision", detail));
                 events.push(("started", json!({})));
                 if let Err(e) = self.state.audit(&call_id, session, tool_name, &events) {
                     tracing::warn!(error = %e, "audit write failed");
@@ -513,6 +522,7 @@ impl Gate {
         input: Value,
         call_id: &str,
         approver: Option<Arc<dyn Approver>>,
+        key_seen: &mut Option<String>,
     ) -> Result<Prepared, (Decision, Observation)> {
         let mut input = input;
         let mut hooks_ran = false;
@@ -540,6 +550,7 @@ impl Gate {
                 }
             };
             let key_text = key.to_string();
+            *key_seen = Some(key_text.clone());
 
             // Stage 3: the mode, read from its one place at decision time.
             let mode = self.mode();
@@ -1801,13 +1812,19 @@ fn describe_call(info: &ToolInfo, v: &Validated) -> String {
     text
 }
 
-fn decision_event(d: &Decision, o: &Observation) -> Value {
-    json!({
+/// The audit's `decision` event; `key` is the call's key once the ladder computed it (a call
+/// refused before that, at the schema or scope, has none).
+fn decision_event(d: &Decision, o: &Observation, key: Option<&str>) -> Value {
+    let mut v = json!({
         "decision": d.decision,
         "stage": d.stage,
         "source": d.source,
         "reason": o.reason,
-    })
+    });
+    if let Some(k) = key {
+        v["key"] = json!(k);
+    }
+    v
 }
 
 /// Every schema error, one per line, each naming the field.

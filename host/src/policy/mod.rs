@@ -200,6 +200,7 @@ pub struct TelemetryPolicy {
 struct HttpFile {
     max_sessions: Option<u64>,
     session_idle_secs: Option<u64>,
+    max_connections: Option<u64>,
 }
 
 /// `[http]` settings for `serve --http` (`None`: the server's defaults).
@@ -209,6 +210,9 @@ pub struct HttpPolicy {
     pub max_sessions: Option<u64>,
     /// Seconds a session may stay idle before it expires.
     pub session_idle_secs: Option<u64>,
+    /// Most open connections at once (HTTP/1.1 carries one request at a time per connection,
+    /// so this bounds the calls in flight).
+    pub max_connections: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -754,6 +758,14 @@ impl Stack {
         lower(
             "[http] max_sessions",
             layer.http.max_sessions,
+            cur,
+            &mut |v| *slot = Some(v),
+        );
+        let cur = p.http.max_connections.unwrap_or(64);
+        let slot = &mut p.http.max_connections;
+        lower(
+            "[http] max_connections",
+            layer.http.max_connections,
             cur,
             &mut |v| *slot = Some(v),
         );
