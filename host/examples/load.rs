@@ -7,7 +7,7 @@
 //! It builds nothing itself: it runs the `toolgate` binary next to it in the target directory
 //! (build it first: `cargo build --profile dev`, or pass `--bin PATH`). In a temporary
 //! workspace (a few hundred small files) it starts one server on 127.0.0.1 (port 0) with a
-//! policy raising `[http] max_sessions` for the sessions asked for, opens `--sessions` MCP
+//! policy raising `[http] max_sessions` and `max_connections` for what is asked for, opens `--sessions` MCP
 //! sessions (2025-11-25: `initialize`, the `Mcp-Session-Id` header, `notifications/initialized`)
 //! and then, for `--duration` seconds, keeps `--inflight` calls in flight, each worker on its
 //! own keep-alive connection, going round its share of the sessions with `read` (4 of 5 calls)
@@ -106,7 +106,7 @@ impl Server {
     }
 }
 
-fn start_server(bin: &Path, dir: &Path, sessions: usize) -> Server {
+fn start_server(bin: &Path, dir: &Path, sessions: usize, inflight: usize) -> Server {
     let ws = dir.join("ws");
     for d in 0..10 {
         let sub = ws.join(format!("src/d{d}"));
@@ -127,8 +127,9 @@ fn start_server(bin: &Path, dir: &Path, sessions: usize) -> Server {
     std::fs::write(
         &policy,
         format!(
-            "mode = \"ask\"\n[http]\nmax_sessions = {}\nsession_idle_secs = 3600\n",
-            sessions + 64
+            "mode = \"ask\"\n[http]\nmax_sessions = {}\nsession_idle_secs = 3600\nmax_connections = {}\n",
+            sessions + 64,
+            inflight + 64
         ),
     )
     .unwrap_or_else(|e| panic!("{e}"));
@@ -405,7 +406,7 @@ fn percentile(sorted: &[u32], p: f64) -> f64 {
 async fn main() {
     let a = args();
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
-    let server = start_server(&a.bin, dir.path(), a.sessions);
+    let server = start_server(&a.bin, dir.path(), a.sessions, a.inflight);
     let pid = server.child.id();
     let token: Arc<str> = server.token.clone().into();
     println!(
