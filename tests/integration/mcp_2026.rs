@@ -519,6 +519,35 @@ fn forged_replayed_foreign_and_mismatched_approval_states_are_refused() {
     assert!(!ws.path("x.txt").exists());
 }
 
+/// Behind a balancer every process has the same key: an approval given once must run once in
+/// the whole fleet, not once per process.
+#[test]
+fn an_approval_used_through_one_process_is_refused_by_another() {
+    let ws = Ws::new();
+    let dir = tempfile::tempdir().unwrap();
+    let token = "r".repeat(64);
+    let tokens = private_file(dir.path(), "tokens", std::slice::from_ref(&token));
+    let key = private_file(dir.path(), "state-key", &["q".repeat(64)]);
+    let env = [("TOOLGATE_MCP_STATE_KEY_FILE", key.as_path())];
+    let one = Server::start(&ws, &tokens, &env);
+    let two = Server::start(&ws, &tokens, &env);
+    let me = Raw {
+        token: &token,
+        conversation: Some("fleet"),
+    };
+    let args = json!({"path": "once.txt", "content": "approved once\n"});
+    let state = me.ask(&one, "write", args.clone());
+    ok(&me.answer(&one, "write", args.clone(), &state, "once"));
+    assert_eq!(ws.read("once.txt"), "approved once\n");
+    std::fs::remove_file(ws.path("once.txt")).unwrap();
+    // The same round 2 sent to the other process: same key, same conversation, same call.
+    refused(
+        &me.answer(&two, "write", args.clone(), &state, "once"),
+        "already used",
+    );
+    assert!(!ws.path("once.txt").exists(), "a once approval ran twice");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_approval_state_is_refused() {
     use toolgate::gate::{Gate, GateOptions};

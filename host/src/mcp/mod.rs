@@ -299,6 +299,30 @@ impl McpConnection {
                         None,
                     ));
                 }
+                // Single use across every process serving this workspace, not only this one.
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                match self
+                    .inner
+                    .gate
+                    .state()
+                    .use_state_once(&state.nonce, state.expires, now)
+                {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        return Err(McpError::invalid_params(
+                            mrtr::StateRejected::Used.to_string(),
+                            None,
+                        ))
+                    }
+                    Err(e) => return Err(McpError::internal_error(
+                        format!(
+                            "could not record that this approval was used, so it is not run: {e}"
+                        ),
+                        None,
+                    )),
+                }
                 Some((state, answer))
             }
         };

@@ -57,6 +57,10 @@ CREATE TABLE IF NOT EXISTS audit (
     event TEXT NOT NULL,
     detail TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS used_states (
+    nonce TEXT PRIMARY KEY,
+    expires_s INTEGER NOT NULL
+);
 CREATE INDEX IF NOT EXISTS audit_call ON audit (call_id);
 CREATE INDEX IF NOT EXISTS audit_time ON audit (at_ms);
 ";
@@ -142,6 +146,27 @@ impl StateDb {
 
     fn err(&self, e: rusqlite::Error) -> Error {
         state_err(&self.path, e)
+    }
+
+    /// Record that a signed approval state (MCP 2026-07-28 `requestState`) with `nonce` was
+    /// used, valid until `expires_s` (unix seconds). `false` when it was used before, by this
+    /// process or any other serving this workspace: every process behind a balancer shares
+    /// this database, so an approval given once runs once. Expired nonces are dropped.
+    pub fn use_state_once(&self, nonce: &str, expires_s: u64, now_s: u64) -> Result<bool> {
+        let conn = self.conn();
+        let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        conn.execute(
+            "DELETE FROM used_states WHERE expires_s <= ?1",
+            rusqlite::params![clamp(now_s)],
+        )
+        .map_err(|e| self.err(e))?;
+        let added = conn
+            .execute(
+                "INSERT OR IGNORE INTO used_states (nonce, expires_s) VALUES (?1, ?2)",
+                rusqlite::params![nonce, clamp(expires_s)],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(added == 1)
     }
 
     /// Forget a session: its read records and session grants. Returns how many read records
