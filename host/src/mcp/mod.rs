@@ -316,12 +316,14 @@ impl McpConnection {
                             None,
                         ))
                     }
-                    Err(e) => return Err(McpError::internal_error(
-                        format!(
+                    Err(e) => {
+                        return Err(McpError::internal_error(
+                            format!(
                             "could not record that this approval was used, so it is not run: {e}"
                         ),
-                        None,
-                    )),
+                            None,
+                        ))
+                    }
                 }
                 Some((state, answer))
             }
