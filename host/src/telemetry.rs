@@ -294,10 +294,15 @@ impl Exporter {
                 "decision" => {
                     let decision = text("decision").unwrap_or_default();
                     let stage = text("stage").unwrap_or_default();
-                    for k in ["decision", "stage", "source", "reason", "key"] {
+                    for k in ["decision", "stage", "source", "reason"] {
                         if let Some(v) = text(k) {
                             span.set_attribute(KeyValue::new(format!("toolgate.{k}"), v));
                         }
+                    }
+                    // The call's key is audited as `permission` (a field named `key` reads as
+                    // a secret's name to the audit's redaction).
+                    if let Some(v) = text("permission") {
+                        span.set_attribute(KeyValue::new("toolgate.key", v));
                     }
                     self.decisions.add(
                         1,

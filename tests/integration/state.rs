@@ -50,8 +50,15 @@ async fn a_call_is_audited_as_intent_decision_started_completed() {
             "input_sha256": hex::encode(Sha256::digest(full_input.to_string().as_bytes())),
         })
     );
+    // The decision names the call's key (as `permission`), unredacted.
+    let mut decision = events[1].detail.clone();
+    let permission = decision
+        .as_object_mut()
+        .and_then(|d| d.remove("permission"))
+        .expect("the decision event names the call's key");
+    assert_eq!(permission, json!("write:./"));
     assert_eq!(
-        events[1].detail,
+        decision,
         json!({"decision": "allow", "stage": "session-allowlist", "source": "--grant 'write'"})
     );
     assert_eq!(events[2].detail, json!({}));

@@ -211,6 +211,7 @@ fn a_call_is_exported_as_a_span_with_redacted_attributes() {
     assert_eq!(a["toolgate.decision"], "allow", "{a:#?}");
     assert!(!a["toolgate.stage"].is_empty(), "{a:#?}");
     assert!(a.contains_key("toolgate.source"), "{a:#?}");
+    assert_eq!(a["toolgate.key"], "read:a.txt", "{a:#?}");
     assert_eq!(a["toolgate.status"], "ok", "{a:#?}");
     assert!(
         a["toolgate.duration_us"].parse::<u64>().unwrap() > 0,

@@ -446,7 +446,7 @@ impl Gate {
                 let mut detail =
                     json!({ "decision": d.decision, "stage": d.stage, "source": d.source });
                 if let Some(k) = &key {
-                    detail["key"] = json!(k);
+                    detail["permission"] = json!(k);
                 }
                 events.push(("decision", detail));
                 events.push(("started", json!({})));
@@ -1812,8 +1812,9 @@ fn describe_call(info: &ToolInfo, v: &Validated) -> String {
     text
 }
 
-/// The audit's `decision` event; `key` is the call's key once the ladder computed it (a call
-/// refused before that, at the schema or scope, has none).
+/// The audit's `decision` event; `permission` is the call's key once the ladder computed it (a
+/// call refused before that, at the schema or scope, has none). Not named `key`: the audit's
+/// redaction reads a field named so as a secret.
 fn decision_event(d: &Decision, o: &Observation, key: Option<&str>) -> Value {
     let mut v = json!({
         "decision": d.decision,
@@ -1822,7 +1823,7 @@ fn decision_event(d: &Decision, o: &Observation, key: Option<&str>) -> Value {
         "reason": o.reason,
     });
     if let Some(k) = key {
-        v["key"] = json!(k);
+        v["permission"] = json!(k);
     }
     v
 }
