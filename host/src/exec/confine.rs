@@ -935,6 +935,17 @@ mod linux {
             .map_err(Clone::clone)
     }
 
+    /// The `clone` flags that make a new namespace: refused to the command.
+    const NAMESPACE_FLAGS: [libc::c_int; 7] = [
+        libc::CLONE_NEWUSER,
+        libc::CLONE_NEWNS,
+        libc::CLONE_NEWNET,
+        libc::CLONE_NEWPID,
+        libc::CLONE_NEWIPC,
+        libc::CLONE_NEWUTS,
+        libc::CLONE_NEWCGROUP,
+    ];
+
     /// Every refused system call and how (the table in docs/decisions.md).
     pub(super) fn seccomp_rules() -> Vec<(i64, crate::exec::seccomp::Rule)> {
         use crate::exec::seccomp::Rule;
@@ -982,17 +993,9 @@ mod linux {
             rules.push((libc::SYS_mknod, Rule::DeviceMode { arg: 1 }));
         }
         rules.push((libc::SYS_mknodat, Rule::DeviceMode { arg: 2 }));
-        let namespaces = [
-            libc::CLONE_NEWUSER,
-            libc::CLONE_NEWNS,
-            libc::CLONE_NEWNET,
-            libc::CLONE_NEWPID,
-            libc::CLONE_NEWIPC,
-            libc::CLONE_NEWUTS,
-            libc::CLONE_NEWCGROUP,
-        ]
-        .iter()
-        .fold(0u32, |m, f| m | f.cast_unsigned());
+        let namespaces = NAMESPACE_FLAGS
+            .iter()
+            .fold(0u32, |m, f| m | f.cast_unsigned());
         rules.push((
             libc::SYS_clone,
             Rule::AnyFlag {
@@ -1790,16 +1793,7 @@ mod linux {
                     v.push([0, m, m, 0, 0, 0]);
                 }
             }
-            let ns = [
-                libc::CLONE_NEWUSER,
-                libc::CLONE_NEWNS,
-                libc::CLONE_NEWNET,
-                libc::CLONE_NEWPID,
-                libc::CLONE_NEWIPC,
-                libc::CLONE_NEWUTS,
-                libc::CLONE_NEWCGROUP,
-            ];
-            for f in ns {
+            for f in super::NAMESPACE_FLAGS {
                 let f = u64::from(f.cast_unsigned());
                 v.push([f, 0, 0, 0, 0, 0]);
                 v.push([f | 0x11 | (1 << 40), 0, 0, 0, 0, 0]);
