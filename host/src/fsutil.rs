@@ -248,69 +248,6 @@ pub fn plain_error(e: &std::io::Error) -> String {
     }
 }
 
-/// Why a directory the host keeps its own files in cannot be used.
-fn not_a_real_dir(path: &Path, what: &str) -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::InvalidInput,
-        format!(
-            "{} is {what}, not a directory; toolgate keeps its state only in a real directory \
-             inside the workspace and never follows a link there. Delete or rename it (a fresh \
-             one is made on the next call), e.g. `rm {}`",
-            path.display(),
-            path.display()
-        ),
-    )
-}
-
-/// Make sure `dir`, a directory the host keeps its own files in (`<workspace>/.toolgate`,
-/// `.toolgate/plugins`, ...), is a real directory: each component from the nearest
-/// `.toolgate` ancestor down is created when missing and refused when it is a symlink or
-/// anything but a directory, so a planted `.toolgate -> ~/.ssh` (a repository may commit
-/// one) never leads the host's writes out of the workspace. Directories above that (the
-/// workspace itself, the user's state directory) are created as needed.
-pub fn ensure_state_dir(dir: &Path) -> std::io::Result<()> {
-    let components: Vec<&std::ffi::OsStr> = dir.iter().collect();
-    let from = components
-        .iter()
-        .rposition(|c| *c == std::ffi::OsStr::new(crate::gate::scope::STATE_DIR))
-        .unwrap_or(components.len().saturating_sub(1));
-    let mut at: PathBuf = components[..from].iter().collect();
-    if !at.as_os_str().is_empty() {
-        std::fs::create_dir_all(&at)?;
-    }
-    for c in &components[from..] {
-        at.push(c);
-        let meta = match std::fs::symlink_metadata(&at) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::create_dir(&at) {
-                Ok(()) => std::fs::symlink_metadata(&at)?,
-                // mkdir(2) never follows a symlink at its last component: a dangling link
-                // planted there makes it fail, and the check below names the link.
-                Err(made) => std::fs::symlink_metadata(&at).map_err(|_| made)?,
-            },
-            Err(e) => return Err(e),
-        };
-        if !meta.is_dir() {
-            return Err(not_a_real_dir(&at, describe(meta.file_type())));
-        }
-    }
-    Ok(())
-}
-
-/// Write one of the host's own files under `.toolgate/` (a saved full output, ...): its
-/// directories checked by [`ensure_state_dir`], then [`write_atomic`].
-pub fn write_state_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        ensure_state_dir(dir)?;
-    }
-    write_atomic(path, bytes)
-}
-
-/// Create the directories of `path` below `root` (both host paths; `path` is the scope's
-/// resolved path, so no symlink is expected on the way), without following a symlink at any
-/// step: each component is made with `mkdirat` in the directory descriptor opened just
-/// before, then opened with `O_NOFOLLOW | O_DIRECTORY`. A component swapped for a symlink
-/// after the scope check (`sub -> .toolgate`) fails the call instead of creating anything
 /// where the link points. `create_dir_all` would follow it.
 #[cfg(target_os = "linux")]
 pub fn create_dirs_beneath(root: &Path, path: &Path) -> std::io::Result<()> {
@@ -383,38 +320,6 @@ pub fn openat2_retry<Fd: std::os::fd::AsFd, P: rustix::path::Arg + Copy>(
     }
 }
 
-/// Refuse a host state file (the state database and its `-wal`/`-shm` companions) that exists
-/// as anything but a regular file with one name: a symlink, directory, FIFO or device, or a
-/// hard link whose other name may be a file outside the workspace.
-pub fn check_state_file(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::MetadataExt as _;
-    match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
-        Ok(m) if !m.is_file() => Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!(
-                "{} is {}, not a regular file; toolgate never reads or writes its state \
-                 through one. Delete it (a fresh one is made on the next call), e.g. `rm -r {}`",
-                path.display(),
-                describe(m.file_type()),
-                path.display()
-            ),
-        )),
-        Ok(m) if m.nlink() > 1 => Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!(
-                "{} has {} names (hard links); toolgate writes its state only to a file of \
-                 its own. Delete it (a fresh one is made on the next call) or copy it to a \
-                 new file",
-                path.display(),
-                m.nlink()
-            ),
-        )),
-        Ok(_) => Ok(()),
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod state_dir_tests {
@@ -428,44 +333,6 @@ mod state_dir_tests {
         let s = plain_error(&e);
         assert!(!s.contains("os error"), "{s}");
         assert!(!s.is_empty());
-    }
-
-    #[test]
-    fn state_dir_is_made_and_a_planted_link_or_file_is_refused() {
-        let ws = tempfile::tempdir().unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        let dir = ws.path().join(".toolgate/plugins");
-        ensure_state_dir(&dir).unwrap();
-        assert!(dir.is_dir());
-
-        let ws2 = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink(outside.path(), ws2.path().join(".toolgate")).unwrap();
-        let e = ensure_state_dir(&ws2.path().join(".toolgate")).unwrap_err();
-        assert!(
-            e.to_string().contains("a symbolic link, not a directory"),
-            "{e}"
-        );
-        let e = ensure_state_dir(&ws2.path().join(".toolgate/outputs")).unwrap_err();
-        assert!(
-            e.to_string().contains(".toolgate is a symbolic link"),
-            "{e}"
-        );
-        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
-
-        // A dangling link: mkdir must not create its target.
-        let ws3 = tempfile::tempdir().unwrap();
-        let target = outside.path().join("made");
-        std::os::unix::fs::symlink(&target, ws3.path().join(".toolgate")).unwrap();
-        assert!(ensure_state_dir(&ws3.path().join(".toolgate")).is_err());
-        assert!(!target.exists());
-
-        let ws4 = tempfile::tempdir().unwrap();
-        std::fs::write(ws4.path().join(".toolgate"), "x").unwrap();
-        let e = ensure_state_dir(&ws4.path().join(".toolgate")).unwrap_err();
-        assert!(
-            e.to_string().contains("a regular file, not a directory"),
-            "{e}"
-        );
     }
 
     #[cfg(target_os = "linux")]
@@ -522,25 +389,5 @@ mod state_dir_tests {
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         renamer.join().unwrap();
         eprintln!("plain openat2 answered EAGAIN {plain_again} times of 20000");
-    }
-
-    #[test]
-    fn state_files_must_be_plain_files_of_their_own() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("state.db");
-        check_state_file(&p).unwrap();
-        std::fs::write(&p, "").unwrap();
-        check_state_file(&p).unwrap();
-        std::fs::hard_link(&p, d.path().join("other")).unwrap();
-        assert!(check_state_file(&p)
-            .unwrap_err()
-            .to_string()
-            .contains("2 names"));
-        let l = d.path().join("state.db-wal");
-        std::os::unix::fs::symlink("/etc/passwd", &l).unwrap();
-        assert!(check_state_file(&l)
-            .unwrap_err()
-            .to_string()
-            .contains("a symbolic link"));
     }
 }

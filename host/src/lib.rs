@@ -25,6 +25,7 @@ pub mod state;
 pub mod telemetry;
 pub mod tools;
 pub mod userdirs;
+pub mod workspace;
 
 pub use error::{Error, Result};
 pub use gate::{Gate, GateOptions};

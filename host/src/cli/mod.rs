@@ -601,7 +601,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Trust { yes, forget } => trust(&root, yes, forget),
         Command::Grants { command } => {
-            let ws = toolgate::gate::scope::Workspace::new(&root, &[])?;
+            let ws = toolgate::workspace::Workspace::new(&root, &[])?;
             let grants = project_grants(&ws, trust_ws);
             match command {
                 GrantsCommand::List => match grants.list() {
@@ -652,7 +652,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Session {
             command: SessionCommand::Forget,
         } => {
-            let ws = toolgate::gate::scope::Workspace::new(&root, &[])?;
+            let ws = toolgate::workspace::Workspace::new(&root, &[])?;
             let db = toolgate::state::StateDb::open(&ws.state_dir().join("state.db"))?;
             let n = db.forget_session(&cli.session)?;
             println!("forgot session `{}` ({n} read records)", cli.session);
@@ -666,7 +666,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             limit,
             json,
         } => {
-            let ws = toolgate::gate::scope::Workspace::new(&root, &[])?;
+            let ws = toolgate::workspace::Workspace::new(&root, &[])?;
             let db = toolgate::state::StateDb::open(&ws.state_dir().join("state.db"))?;
             let query = AuditQuery {
                 tool,
@@ -723,7 +723,7 @@ fn keyring() -> Arc<toolgate::policy::trust::Keyring> {
 }
 
 fn project_grants(
-    ws: &toolgate::gate::scope::Workspace,
+    ws: &toolgate::workspace::Workspace,
     trust_all: bool,
 ) -> toolgate::policy::grants::ProjectGrants {
     toolgate::policy::grants::ProjectGrants::signed(
@@ -735,7 +735,7 @@ fn project_grants(
 }
 
 fn plugin_store(
-    ws: &toolgate::gate::scope::Workspace,
+    ws: &toolgate::workspace::Workspace,
     trust_all: bool,
 ) -> toolgate::plugins::PluginStore {
     toolgate::plugins::PluginStore::signed(&ws.state_dir(), ws.root(), keyring(), trust_all)
@@ -744,7 +744,7 @@ fn plugin_store(
 /// `toolgate trust`: show what the workspace's own files loosen, then trust them.
 fn trust(root: &std::path::Path, yes: bool, forget: bool) -> Result<ExitCode> {
     use toolgate::policy::{trust::TrustStore, LayerSources, Policy};
-    let ws = toolgate::gate::scope::Workspace::new(root, &[])?;
+    let ws = toolgate::workspace::Workspace::new(root, &[])?;
     let user = toolgate::userdirs::UserDirs::from_env();
     let store = TrustStore::new(&user.config);
     if forget {
@@ -893,7 +893,7 @@ async fn plugin(
     opts: GateOptions,
 ) -> Result<ExitCode> {
     use toolgate::plugins::TOOL_PREFIX;
-    let ws = toolgate::gate::scope::Workspace::new(root, &[])?;
+    let ws = toolgate::workspace::Workspace::new(root, &[])?;
     let store = plugin_store(&ws, opts.trust_workspace);
     match command {
         PluginCommand::Add {

@@ -320,7 +320,7 @@ pub struct ViewSpec {
     /// The workspace, inside the view.
     pub workspace: PathBuf,
     /// What to hide and freeze inside the workspace (the host's plan, as it is).
-    pub plan: super::view::Plan,
+    pub plan: crate::workspace::view::Plan,
     /// The working directory inside the view.
     pub cwd: PathBuf,
     /// Host paths a normal command may write beneath (Landlock); empty for the read-only class
@@ -478,7 +478,7 @@ pub struct ViewInputs<'a> {
     /// The read-only class.
     pub read_only: bool,
     /// What to hide and freeze inside the workspace.
-    pub plan: &'a super::view::Plan,
+    pub plan: &'a crate::workspace::view::Plan,
     /// `$HOME` of the host, if any.
     pub home: Option<&'a Path>,
     /// PATH entries the command may use (absolute host directories).

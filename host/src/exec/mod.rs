@@ -18,7 +18,6 @@ pub mod run;
 #[cfg(target_os = "linux")]
 pub mod seccomp;
 pub mod spawner;
-pub mod view;
 
 pub use confine::Confinement;
 pub use lex::{lex, Lexed};
@@ -185,7 +184,7 @@ pub struct ExecHost {
     /// Starts commands without forking the (large) host process.
     pub spawner: spawner::Spawner,
     /// Finds what each command's view must hide or freeze in the workspace.
-    pub finder: view::Finder,
+    pub finder: crate::workspace::view::Finder,
 }
 
 impl ExecHost {
@@ -193,7 +192,7 @@ impl ExecHost {
     pub fn new(workspace: PathBuf, config: ExecConfig) -> Self {
         ExecHost {
             // Without a deny-list the view still hides `.toolgate/` and freezes git dirs.
-            finder: view::Finder::new(workspace.clone(), Box::new(|_| false)),
+            finder: crate::workspace::view::Finder::new(workspace.clone(), Box::new(|_| false)),
             workspace,
             config,
             jobs: jobs::JobTable::default(),
@@ -204,13 +203,13 @@ impl ExecHost {
     /// Hide from commands what `is_secret` (the file tools' deny-list on a workspace-relative
     /// path) denies.
     pub fn with_secrets(mut self, is_secret: Box<dyn Fn(&str) -> bool + Send + Sync>) -> Self {
-        self.finder = view::Finder::new(self.workspace.clone(), is_secret);
+        self.finder = crate::workspace::view::Finder::new(self.workspace.clone(), is_secret);
         self
     }
 
     /// What the next command's view must hide and freeze (the state directory and git
     /// directories even without a deny-list).
-    pub fn view_plan(&self) -> Result<Arc<view::Plan>, String> {
+    pub fn view_plan(&self) -> Result<Arc<crate::workspace::view::Plan>, String> {
         self.finder.plan()
     }
 

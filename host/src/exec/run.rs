@@ -4,8 +4,8 @@
 //! and previewed head + tail, the full text saved under `.toolgate/outputs/`.
 
 use super::{confine, ApprovedCommand, ExecHost, Outcome, Plan};
-use crate::gate::scope::OUTPUTS_DIR;
 use crate::tools::observation::cut_head_tail;
+use crate::workspace::OUTPUTS_DIR;
 use serde_json::json;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -193,7 +193,7 @@ impl Process {
             let rel = format!("{OUTPUTS_DIR}/{save_as}.txt");
             let file = workspace.join(&rel);
             let body = format!("--- stdout ---\n{out_text}\n--- stderr ---\n{err_text}\n");
-            let saved = crate::fsutil::write_state_file(&file, body.as_bytes());
+            let saved = crate::workspace::layout::write_state_file(&file, body.as_bytes());
             if saved.is_ok() {
                 full_output_ref = Some(rel);
             }

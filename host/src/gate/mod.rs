@@ -10,7 +10,6 @@
 pub mod approval;
 pub mod explain;
 pub mod hooks;
-pub mod scope;
 
 use crate::error::{Error, Result};
 use crate::exec::{ApprovedCommand, Class, ExecGrant, ExecHost};
@@ -23,9 +22,9 @@ use crate::state::{redact, FileStamp, StateDb};
 use crate::tools::observation::cut_head_tail;
 use crate::tools::registry::{PathUse, RegisteredTool};
 use crate::tools::{Ceiling, Observation, Registry, Risk, Status, ToolInfo, Total};
+use crate::workspace::{Access, ScopedPath, Workspace, GUEST_ROOT, OUTPUTS_DIR};
 use approval::{escape_name, plain_text, Answer, ApprovalRequest, Approver, Asked, Broker};
 use hooks::{HookEvent, HookVerdict};
-use scope::{Access, ScopedPath, Workspace, GUEST_ROOT, OUTPUTS_DIR};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
@@ -877,7 +876,7 @@ impl Gate {
             } else {
                 format!("{cwd}/{path}")
             };
-            self.workspace.scope(&raw, scope::Access::Read).is_ok()
+            self.workspace.scope(&raw, Access::Read).is_ok()
         })
     }
 
@@ -1567,7 +1566,7 @@ impl Gate {
         if out.content.len() > max {
             let rel = format!("{OUTPUTS_DIR}/{call_id}.txt");
             let file = self.workspace.root().join(&rel);
-            let saved = crate::fsutil::write_state_file(&file, out.content.as_bytes());
+            let saved = crate::workspace::layout::write_state_file(&file, out.content.as_bytes());
             let reference = if saved.is_ok() {
                 rel.clone()
             } else {

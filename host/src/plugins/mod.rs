@@ -515,7 +515,7 @@ impl PluginStore {
 impl PendingInstall {
     /// Write the component and its record (each atomically).
     pub fn commit(self) -> Result<Record> {
-        crate::fsutil::ensure_state_dir(&self.dir).map_err(|e| Error::Plugin {
+        crate::workspace::layout::ensure_state_dir(&self.dir).map_err(|e| Error::Plugin {
             name: self.record.name.clone(),
             message: crate::fsutil::plain_error(&e),
         })?;

@@ -321,7 +321,7 @@ impl ProjectGrants {
              # Session-capped tools (the shell) can never be granted here.\n\n{body}"
         );
         if let Some(dir) = self.path.parent() {
-            crate::fsutil::ensure_state_dir(dir).map_err(|e| {
+            crate::workspace::layout::ensure_state_dir(dir).map_err(|e| {
                 self.problem(
                     None,
                     format!("cannot be written: {}", crate::fsutil::plain_error(&e)),

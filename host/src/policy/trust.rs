@@ -28,7 +28,7 @@ pub fn read_state_file(path: &Path) -> Result<Option<Vec<u8>>, String> {
     // `.toolgate -> somewhere` to have its files read (or later written) elsewhere.
     if let Some(dir) = path
         .parent()
-        .filter(|d| d.file_name() == Some(std::ffi::OsStr::new(crate::gate::scope::STATE_DIR)))
+        .filter(|d| d.file_name() == Some(std::ffi::OsStr::new(crate::workspace::STATE_DIR)))
     {
         match std::fs::symlink_metadata(dir) {
             Ok(m) if !m.is_dir() => {

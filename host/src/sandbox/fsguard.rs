@@ -66,7 +66,7 @@
 //! Descriptors of a store without a policy ([`FsGuard`] with no [`FsDeny`]) pass straight
 //! through to wasmtime-wasi.
 
-use crate::gate::scope::{
+use crate::workspace::{
     has_git_component, Access, LinkSnapshot, Workspace, GUEST_ROOT, OUTPUTS_DIR, STATE_DIR,
 };
 use std::collections::HashMap;

@@ -48,7 +48,7 @@
 
 use super::fsguard::FsDeny;
 use super::walk::{Found, WalkOptions, Walker};
-use crate::gate::scope::LinkSnapshot;
+use crate::workspace::LinkSnapshot;
 use rustix::fd::{AsFd as _, BorrowedFd};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -36,7 +36,7 @@
 
 use super::fsguard::FsDeny;
 use super::wasi::Preopen;
-use crate::gate::scope::{Access, GUEST_ROOT};
+use crate::workspace::{Access, GUEST_ROOT};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::Match;
 use rustix::fd::{AsFd as _, BorrowedFd, OwnedFd};
@@ -1109,7 +1109,7 @@ fn build_extra(patterns: &[String]) -> Option<globset::GlobSet> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::gate::scope::Workspace;
+    use crate::workspace::Workspace;
 
     fn opts() -> w::Options {
         w::Options {

@@ -28,7 +28,7 @@ pub struct Capabilities {
     /// Directories visible to the guest. Nested preopens are fine: the guest's libc resolves a
     /// path against the longest matching preopen.
     pub preopens: Vec<Preopen>,
-    /// What the guest may not touch inside the preopens below [`crate::gate::scope::GUEST_ROOT`]
+    /// What the guest may not touch inside the preopens below [`crate::workspace::GUEST_ROOT`]
     /// (`None`: everything in them).
     pub deny: Option<Arc<FsDeny>>,
     /// The host exec capability for this call: the one approved command, or this session's

@@ -106,10 +106,10 @@ impl StateDb {
             message: crate::fsutil::plain_error(&e),
         };
         if let Some(dir) = path.parent() {
-            crate::fsutil::ensure_state_dir(dir).map_err(refuse)?;
+            crate::workspace::layout::ensure_state_dir(dir).map_err(refuse)?;
         }
         for companion in companions(path) {
-            crate::fsutil::check_state_file(&companion).map_err(refuse)?;
+            crate::workspace::layout::check_state_file(&companion).map_err(refuse)?;
         }
         let conn =
             Connection::open_with_flags(path, open_flags()).map_err(|e| state_err(path, e))?;

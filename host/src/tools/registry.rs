@@ -3,9 +3,9 @@
 //! stricter.
 
 use crate::error::{Error, Result};
-use crate::gate::scope::Access;
 use crate::plugins::{PluginGrant, PluginStore};
 use crate::sandbox::{wit, Limits, Loaded, Sandbox, ToolMeta};
+use crate::workspace::Access;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -60,7 +60,7 @@ pub const MAX_ENTRIES: usize = 2_000_000;
 pub const RACY_WINDOW: Duration = Duration::from_secs(2);
 
 /// The host's state directory at the workspace root, handled by the mount code.
-const STATE_DIR: &str = crate::gate::scope::STATE_DIR;
+use crate::workspace::STATE_DIR;
 
 /// The entries of a git directory that git executes or reads configuration from, bound
 /// read-only when they exist:
@@ -1473,7 +1473,7 @@ mod tests {
         assert_eq!(plan.unwrap().secret_dirs, strs(&["locked"]));
     }
 
-    /// `cargo test -p toolgate --lib exec::view::tests::bench -- --ignored --nocapture`
+    /// `cargo test -p toolgate --lib workspace::view::tests::bench -- --ignored --nocapture`
     #[test]
     #[ignore]
     fn bench_plan_cold_and_warm() {

@@ -1,21 +1,19 @@
-//! Stage 2 of the ladder: every path argument is normalised against the workspace, its nearest
-//! existing ancestor canonicalised (symlinks resolved), and must stay inside the workspace and
-//! off the deny-list (secrets, the host's own state).
+//! The workspace's rules, which every layer of the host may use: the scope (every path
+//! argument is normalised against the workspace, its nearest existing ancestor canonicalised,
+//! and must stay inside the workspace and off the deny-list of secrets and the host's own
+//! state), the [`layout`] of the host's files in it, and the [`view`] of its links and
+//! secrets the shell's mount namespace is built from.
+
+pub mod layout;
+pub mod view;
+
+pub use layout::{GUEST_ROOT, OUTPUTS_DIR, STATE_DIR};
 
 use crate::error::{Error, Result};
-use crate::exec::view::{Finder, Plan};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
-
-/// Where the workspace root is mounted inside every sandbox.
-pub const GUEST_ROOT: &str = "/workspace";
-
-/// The directory under the workspace that holds the host's own state.
-pub const STATE_DIR: &str = ".toolgate";
-
-/// The one place under [`STATE_DIR`] a tool may read: saved full outputs.
-pub const OUTPUTS_DIR: &str = ".toolgate/outputs";
+use view::{Finder, Plan};
 
 /// Secrets denied to every tool by default (workspace-relative globs; a `**/` prefix matches at
 /// any depth). The spec's `id_*` is narrowed to SSH key names so `id_map.rs` stays readable.
