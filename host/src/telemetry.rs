@@ -101,6 +101,17 @@ pub fn check_endpoint(text: &str) -> Result<String, String> {
     Ok(base.to_string())
 }
 
+/// `[telemetry]`: export of the audit over OTLP/HTTP (this module). Set by the
+/// user, command-line, trusted workspace or managed layer (the highest wins; an untrusted
+/// workspace's is ignored and named), else by `OTEL_EXPORTER_OTLP_ENDPOINT`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TelemetryPolicy {
+    /// The collector's OTLP/HTTP base address (`/v1/traces` and `/v1/metrics` are added).
+    pub otlp_endpoint: Option<String>,
+    /// Which file (or the environment variable) set it.
+    pub source: Option<String>,
+}
+
 /// Set when an exporter is configured: the only thing a call pays for when none is.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
@@ -111,8 +122,8 @@ static EXPORTER: RwLock<Option<Arc<Exporter>>> = RwLock::new(None);
 /// `OTEL_EXPORTER_OTLP_ENDPOINT`: see `Policy::layered`). Called once per gate; a gate whose
 /// endpoint is the one already in use changes nothing, one with none keeps what another gate
 /// of this process configured.
-pub fn configure(policy: &crate::policy::Policy) {
-    let Some(endpoint) = policy.telemetry.otlp_endpoint.as_deref() else {
+pub fn configure(config: &TelemetryPolicy) {
+    let Some(endpoint) = config.otlp_endpoint.as_deref() else {
         return;
     };
     let mut slot = EXPORTER.write().unwrap_or_else(|p| p.into_inner());
@@ -121,7 +132,7 @@ pub fn configure(policy: &crate::policy::Policy) {
     }
     match Exporter::new(endpoint) {
         Ok(exporter) => {
-            tracing::debug!(endpoint, source = ?policy.telemetry.source, "exporting the audit over OTLP/HTTP");
+            tracing::debug!(endpoint, source = ?config.source, "exporting the audit over OTLP/HTTP");
             let old = slot.replace(Arc::new(exporter));
             ACTIVE.store(true, Ordering::Release);
             if let Some(old) = old {

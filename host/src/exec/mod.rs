@@ -23,7 +23,7 @@ pub use confine::Confinement;
 pub use lex::{lex, Lexed};
 pub use policy::Class;
 
-use crate::policy::rules::CallKey;
+use crate::key::CallKey;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! and previewed head + tail, the full text saved under `.toolgate/outputs/`.
 
 use super::{confine, ApprovedCommand, ExecHost, Outcome, Plan};
-use crate::tools::observation::cut_head_tail;
+use crate::text::cut_head_tail;
 use crate::workspace::OUTPUTS_DIR;
 use serde_json::json;
 use std::io::Read;

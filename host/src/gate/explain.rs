@@ -4,7 +4,7 @@
 
 use super::Gate;
 use crate::exec::Class;
-use crate::policy::rules::RuleDecision;
+use crate::key::RuleDecision;
 use crate::policy::Mode;
 use crate::tools::{Ceiling, Risk};
 use serde::Serialize;

@@ -21,7 +21,7 @@
 //! the merged input from stage 1); an allow that came with an `updated_input` applies to the
 //! patched input once that has passed stages 1–4 again.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -40,9 +40,6 @@ pub const DENY_EXIT_CODE: i32 = 2;
 /// 1–30, sysexits 64–78 and signal exits 128+).
 pub const HALT_EXIT_CODE: i32 = 49;
 
-/// Default per-hook timeout.
-pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
-
 /// At most this much of a hook's stdout and of its stderr is kept (the rest is drained).
 pub const OUTPUT_CAP: usize = 64 * 1024;
 
@@ -58,38 +55,7 @@ const KILL_PROGRAM: &str = "kill";
 /// How long to wait for a killed hook to be reaped before giving up on it.
 const REAP_GRACE: Duration = Duration::from_secs(1);
 
-fn default_timeout_ms() -> u64 {
-    DEFAULT_TIMEOUT_MS
-}
-
-/// One configured hook (deserialized from the policy's `[[hooks]]` tables).
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct HookSpec {
-    /// argv: program and arguments; run without a shell, cwd = workspace root.
-    pub command: Vec<String>,
-    /// Tools it applies to (exact names; empty or absent = all tools).
-    #[serde(default)]
-    pub tools: Vec<String>,
-    /// Per-hook timeout in ms (default 10_000).
-    #[serde(default = "default_timeout_ms")]
-    pub timeout_ms: u64,
-    /// Let the call through when this hook crashes or times out (default false: fail closed).
-    #[serde(default)]
-    pub fail_open: bool,
-}
-
-impl HookSpec {
-    /// The hook's name in messages and the audit: its command joined with spaces.
-    pub fn name(&self) -> String {
-        self.command.join(" ")
-    }
-
-    /// Whether this hook runs for `tool`.
-    pub fn applies_to(&self, tool: &str) -> bool {
-        self.tools.is_empty() || self.tools.iter().any(|t| t == tool)
-    }
-}
+pub use crate::policy::hooks::{HookSpec, DEFAULT_TIMEOUT_MS};
 
 /// What the hooks are told about the call.
 pub struct HookEvent<'a> {

@@ -13,13 +13,13 @@ pub mod hooks;
 
 use crate::error::{Error, Result};
 use crate::exec::{ApprovedCommand, Class, ExecGrant, ExecHost};
+use crate::key::{CallKey, KeyPattern, RuleDecision};
 use crate::policy::grants::ProjectGrants;
-use crate::policy::rules::{CallKey, KeyPattern, RuleDecision};
 use crate::policy::{Mode, Policy, PolicySource, Problem};
 use crate::sandbox::net::{HostPattern, NetGrant};
 use crate::sandbox::{wit, Capabilities, FsDeny, GuestResult, Limits, Preopen, Sandbox};
 use crate::state::{redact, FileStamp, StateDb};
-use crate::tools::observation::cut_head_tail;
+use crate::text::cut_head_tail;
 use crate::tools::registry::{PathUse, RegisteredTool};
 use crate::tools::{Ceiling, Observation, Registry, Risk, Status, ToolInfo, Total};
 use crate::workspace::{Access, ScopedPath, Workspace, GUEST_ROOT, OUTPUTS_DIR};
@@ -153,7 +153,7 @@ impl Gate {
         };
         let policy = Policy::layered(&sources)
             .map_err(|problems| crate::policy::problems_error(&problems))?;
-        crate::telemetry::configure(&policy);
+        crate::telemetry::configure(&policy.telemetry);
         let workspace_trusted = Policy::workspace_layer(&sources).trusted_by.is_some();
         let keyring = Arc::new(crate::policy::trust::Keyring::new(&user.config));
         let mut secrets = options.extra_secrets.clone();

@@ -12,9 +12,9 @@
 //! `toolgate trust` or `toolgate grants add`, or the run trusts the workspace
 //! (`--trust-workspace`). Removing an entry by hand always works.
 
-use super::rules::{CallKey, KeyPattern};
 use super::trust::Keyring;
 use super::{Ignored, Problem};
+use crate::key::{CallKey, KeyPattern};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -3,12 +3,13 @@
 //! the file and line; it never falls back to an empty policy.
 
 pub mod grants;
-pub mod rules;
+pub mod hooks;
+
 pub mod trust;
 
-use crate::gate::hooks::HookSpec;
+use crate::key::{CallKey, KeyPattern, RuleDecision};
 use crate::sandbox::Limits;
-use rules::{CallKey, KeyPattern, RuleDecision};
+use hooks::HookSpec;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -184,16 +185,7 @@ struct TelemetryFile {
     otlp_endpoint: Option<toml::Spanned<String>>,
 }
 
-/// `[telemetry]`: export of the audit over OTLP/HTTP (see `crate::telemetry`). Set by the
-/// user, command-line, trusted workspace or managed layer (the highest wins; an untrusted
-/// workspace's is ignored and named), else by `OTEL_EXPORTER_OTLP_ENDPOINT`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TelemetryPolicy {
-    /// The collector's OTLP/HTTP base address (`/v1/traces` and `/v1/metrics` are added).
-    pub otlp_endpoint: Option<String>,
-    /// Which file (or the environment variable) set it.
-    pub source: Option<String>,
-}
+pub use crate::telemetry::TelemetryPolicy;
 
 #[derive(Deserialize, Default, Clone, Copy, Debug)]
 #[serde(deny_unknown_fields)]

@@ -35,7 +35,7 @@ impl Default for Limits {
             max_memory_bytes: 512 << 20,
             max_result_bytes: 16 << 20,
             max_output_bytes: 50 << 10,
-            stamp_bytes: 64 << 20,
+            stamp_bytes: crate::state::DEFAULT_STAMP_BYTES,
             ignore_patterns: 20_000,
             ignore_bytes: 4 << 20,
         }

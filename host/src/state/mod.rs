@@ -3,13 +3,14 @@
 
 mod audit;
 mod history;
+pub mod keyring;
 mod reads;
 pub mod redact;
 mod session_grants;
 
 pub use audit::{redact, AuditEvent, AuditQuery};
 pub use history::FileVersion;
-pub use reads::FileStamp;
+pub use reads::{FileStamp, DEFAULT_STAMP_BYTES};
 
 use crate::error::{Error, Result};
 use rusqlite::Connection;

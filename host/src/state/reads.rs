@@ -10,6 +10,10 @@ use std::io::Read as _;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+/// The default of the policy's `[limits] stamp_bytes`: files up to this size are stamped by
+/// their content.
+pub const DEFAULT_STAMP_BYTES: u64 = 64 << 20;
+
 /// A file's identity at one moment: modification time, size and content hash.
 ///
 /// A file of up to `stamp_bytes` (policy `[limits] stamp_bytes`) is stamped by its content,
@@ -47,7 +51,7 @@ impl FileStamp {
     /// a larger file is an error (its content is not read). The host itself uses
     /// [`FileStamp::stamp`] and [`FileStamp::for_history`], which never load a whole file.
     pub fn of(path: &Path) -> Result<(FileStamp, Vec<u8>)> {
-        let limit = crate::sandbox::Limits::default().stamp_bytes;
+        let limit = DEFAULT_STAMP_BYTES;
         let e = |e: OpenError| crate::error::Error::io(path, std::io::Error::other(e.to_string()));
         match Self::with_content(path, limit, limit).map_err(e)? {
             (stamp, Some(bytes)) => Ok((stamp, bytes)),

@@ -3,11 +3,11 @@
 //!
 //! The database lives in the workspace, so a repository can ship one with grants in it. Each
 //! row carries an HMAC made with the user's own key over the workspace, the session and the
-//! key ([`crate::policy::trust::Keyring`]); a row without a valid one grants nothing.
+//! key ([`crate::state::keyring::Keyring`]); a row without a valid one grants nothing.
 
 use super::{now_ms, StateDb};
 use crate::error::Result;
-use crate::policy::trust::Keyring;
+use crate::state::keyring::Keyring;
 use std::sync::{Arc, OnceLock};
 
 const SIGNED_AS: &str = "toolgate-session-grant-v1";

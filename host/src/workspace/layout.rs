@@ -5,6 +5,7 @@
 //! [`ensure_state_dir`] and [`check_state_file`] refuse them before the host writes a byte.
 
 use crate::fsutil::{describe, write_atomic};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Where the workspace root is mounted inside every sandbox.
@@ -112,6 +113,110 @@ pub fn check_state_file(path: &Path) -> std::io::Result<()> {
     }
 }
 
+/// The largest policy, grants or trust file toolgate reads (they are hand-sized).
+pub const MAX_STATE_FILE_BYTES: u64 = 4 << 20;
+
+/// Read a host state file: a regular file reached without following a symlink at its last
+/// component, at most [`MAX_STATE_FILE_BYTES`]. `Ok(None)` when it does not exist. The
+/// error text names the file and says how to repair it.
+pub fn read_state_file(path: &Path) -> Result<Option<Vec<u8>>, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // A workspace's state directory must be a real directory: a repository may ship
+    // `.toolgate -> somewhere` to have its files read (or later written) elsewhere.
+    if let Some(dir) = path
+        .parent()
+        .filter(|d| d.file_name() == Some(std::ffi::OsStr::new(crate::workspace::STATE_DIR)))
+    {
+        match std::fs::symlink_metadata(dir) {
+            Ok(m) if !m.is_dir() => {
+                return Err(format!(
+                    "{} cannot be read: {} is {}, not a directory; toolgate keeps its state only in a real directory inside the workspace (delete or rename it, e.g. `rm {}`)",
+                    path.display(),
+                    dir.display(),
+                    crate::fsutil::describe(m.file_type()),
+                    dir.display()
+                ))
+            }
+            _ => {}
+        }
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path);
+    let file = match file {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(format!(
+                "{} is a symlink; toolgate refuses to follow it (replace it with a regular file or delete it)",
+                path.display()
+            ))
+        }
+        Err(e) => {
+            return Err(format!(
+                "{} cannot be read: {}",
+                path.display(),
+                crate::fsutil::plain_error(&e)
+            ))
+        }
+    };
+    let meta = file.metadata().map_err(|e| {
+        format!(
+            "{} cannot be read: {}",
+            path.display(),
+            crate::fsutil::plain_error(&e)
+        )
+    })?;
+    if !meta.is_file() {
+        return Err(format!(
+            "{} is not a regular file ({}); delete it or replace it with a regular file",
+            path.display(),
+            kind_of(&meta)
+        ));
+    }
+    if meta.len() > MAX_STATE_FILE_BYTES {
+        return Err(format!(
+            "{} is {} bytes, more than the {} toolgate reads for such a file; shorten or delete it",
+            path.display(),
+            meta.len(),
+            MAX_STATE_FILE_BYTES
+        ));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(MAX_STATE_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| {
+            format!(
+                "{} cannot be read: {}",
+                path.display(),
+                crate::fsutil::plain_error(&e)
+            )
+        })?;
+    Ok(Some(bytes))
+}
+
+/// A plain name for what a non-regular file is.
+pub fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a named pipe"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_symlink() {
+        "a symlink"
+    } else {
+        "not a regular file"
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -172,5 +277,26 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("a symbolic link"));
+    }
+
+    #[test]
+    fn state_files_are_regular_files_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("t");
+        std::fs::write(&target, "x").unwrap();
+        let link = dir.path().join("l");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(read_state_file(&link).unwrap_err().contains("symlink"));
+        assert!(read_state_file(dir.path())
+            .unwrap_err()
+            .contains("a directory"));
+        let fifo = dir.path().join("p");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        assert!(read_state_file(&fifo).unwrap_err().contains("named pipe"));
+        assert_eq!(read_state_file(&dir.path().join("none")).unwrap(), None);
     }
 }
