@@ -13,6 +13,7 @@
 //! - [`state`]: SQLite state: audit, read records, file history.
 //! - [`plugins`]: third-party components: manifests, install records, capability intersection.
 
+pub mod cancel;
 pub mod error;
 pub mod exec;
 pub mod fsutil;

@@ -7,10 +7,10 @@ use crate::common::*;
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use toolgate::cancel::CancelToken;
 use toolgate::gate::approval::{escape_name, Answer, AnswerFuture, ApprovalRequest, Approver};
 use toolgate::state::{AuditQuery, StateDb};
 use toolgate::{Gate, GateOptions, Status};
@@ -319,14 +319,15 @@ async fn ask_gate(ws: &Ws) -> Arc<Gate> {
 /// Start a cancellable write that waits for `surface`; returns its task and the approval id.
 async fn waiting_write(
     gate: &Arc<Gate>,
-    flag: &Arc<AtomicBool>,
+    flag: &CancelToken,
     surface: &Arc<Silent>,
     path: &str,
 ) -> (tokio::task::JoinHandle<toolgate::Observation>, String) {
     let (g, f, s) = (gate.clone(), flag.clone(), surface.clone());
     let input = json!({"path": path, "content": "x"});
     let task = tokio::spawn(async move {
-        toolgate::sandbox::cancellable(f, g.call_with(SESSION, "write", input, Some(s))).await
+        g.call_cancellable(SESSION, "write", input, Some(s), f)
+            .await
     });
     let started = Instant::now();
     loop {
@@ -344,10 +345,10 @@ async fn waiting_write(
 async fn a_cancelled_calls_request_is_withdrawn_and_a_later_answer_is_a_no_op() {
     let ws = Ws::new();
     let gate = ask_gate(&ws).await;
-    let flag = Arc::new(AtomicBool::new(false));
+    let flag = CancelToken::new();
     let surface = Arc::new(Silent::default());
     let (task, id) = waiting_write(&gate, &flag, &surface, "a.txt").await;
-    flag.store(true, Ordering::SeqCst);
+    flag.cancel();
     let o = tokio::time::timeout(Duration::from_secs(2), task)
         .await
         .expect("the cancelled call still waits")
@@ -371,11 +372,11 @@ async fn a_cancelled_calls_request_is_withdrawn_and_a_later_answer_is_a_no_op() 
 async fn a_call_cancelled_as_its_approval_comes_never_runs() {
     let ws = Ws::new();
     let gate = ask_gate(&ws).await;
-    let flag = Arc::new(AtomicBool::new(false));
+    let flag = CancelToken::new();
     let surface = Arc::new(Silent::default());
     let (task, id) = waiting_write(&gate, &flag, &surface, "b.txt").await;
     // No await in between: the current-thread runtime runs the call only after both.
-    flag.store(true, Ordering::SeqCst);
+    flag.cancel();
     assert!(gate.broker().answer(&id, Answer::Session));
     let o = task.await.unwrap();
     assert_eq!(code(&o), "cancelled", "{o:#?}");

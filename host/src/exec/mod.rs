@@ -23,6 +23,7 @@ pub use confine::Confinement;
 pub use lex::{lex, Lexed};
 pub use policy::Class;
 
+use crate::cancel::CancelToken;
 use crate::key::CallKey;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -288,6 +289,7 @@ pub async fn host_run(
     grant: Option<&mut ExecGrant>,
     text: &str,
     background: bool,
+    cancel: &CancelToken,
 ) -> Result<Outcome, String> {
     let Some(grant) = grant else {
         return Err("refused: this tool was not granted the exec capability for this call".into());
@@ -305,7 +307,7 @@ pub async fn host_run(
     let host = grant.host.clone();
     let session = grant.session.clone();
     let call_id = grant.call_id.clone();
-    let cancel = crate::sandbox::current_cancel_flag();
+    let cancel = cancel.clone();
     tokio::task::spawn_blocking(move || {
         run::run_approved(&host, &session, &call_id, approved, cancel)
     })

@@ -626,7 +626,7 @@ pub fn run_approved(
     session: &str,
     call_id: &str,
     approved: ApprovedCommand,
-    cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
+    cancel: crate::cancel::CancelToken,
 ) -> Result<Outcome, String> {
     let process = Arc::new(spawn(host, &approved)?);
     let started = Instant::now();
@@ -654,10 +654,7 @@ pub fn run_approved(
         if process.wait_until(slice) {
             break true;
         }
-        if cancel
-            .as_ref()
-            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
-        {
+        if cancel.is_cancelled() {
             process.kill(State::Killed);
             return Err("cancelled: the call was cancelled and its process group killed".into());
         }

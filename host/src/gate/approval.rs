@@ -7,12 +7,13 @@
 //! seen while waiting), every surface is told ([`Approver::withdrawn`]), and a later answer
 //! finds nothing to approve.
 
+use crate::cancel::CancelToken;
 use crate::tools::Risk;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -155,9 +156,9 @@ impl Broker {
         surface: Option<Arc<dyn Approver>>,
         request: ApprovalRequest,
         expiry: Duration,
-        cancel: Option<Arc<AtomicBool>>,
+        cancel: CancelToken,
     ) -> Asked {
-        let is_cancelled = || cancel.as_ref().is_some_and(|f| f.load(Ordering::SeqCst));
+        let is_cancelled = || cancel.is_cancelled();
         let lock = {
             let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
             sessions.entry(request.session.clone()).or_default().clone()
@@ -185,7 +186,7 @@ impl Broker {
             });
         }
         let watch_cancel = async {
-            match &cancel {
+            match cancel.flag() {
                 Some(flag) => {
                     let mut tick = tokio::time::interval(CANCEL_POLL);
                     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -392,8 +393,13 @@ mod tests {
         let broker = Arc::new(Broker::default());
         let b = broker.clone();
         let task = tokio::spawn(async move {
-            b.ask(None, request("r1"), Duration::from_secs(5), None)
-                .await
+            b.ask(
+                None,
+                request("r1"),
+                Duration::from_secs(5),
+                CancelToken::never(),
+            )
+            .await
         });
         while broker.pending().is_empty() {
             tokio::task::yield_now().await;
@@ -410,8 +416,13 @@ mod tests {
         let broker = Arc::new(Broker::default());
         let b = broker.clone();
         let task = tokio::spawn(async move {
-            b.ask(None, request("r2"), Duration::from_secs(5), None)
-                .await
+            b.ask(
+                None,
+                request("r2"),
+                Duration::from_secs(5),
+                CancelToken::never(),
+            )
+            .await
         });
         while broker.pending().is_empty() {
             tokio::task::yield_now().await;
@@ -437,7 +448,12 @@ mod tests {
     async fn unanswered_request_expires() {
         let broker = Arc::new(Broker::default());
         let answer = broker
-            .ask(None, request("r3"), Duration::from_millis(50), None)
+            .ask(
+                None,
+                request("r3"),
+                Duration::from_millis(50),
+                CancelToken::never(),
+            )
             .await;
         assert_eq!(answer, Asked::Expired);
         assert!(!broker.answer("r3", Answer::Once));
@@ -464,8 +480,13 @@ mod tests {
         let silent = Arc::new(Silent::default());
         let (b, s) = (broker.clone(), silent.clone());
         let task = tokio::spawn(async move {
-            b.ask(Some(s), request("r4"), Duration::from_secs(5), None)
-                .await
+            b.ask(
+                Some(s),
+                request("r4"),
+                Duration::from_secs(5),
+                CancelToken::never(),
+            )
+            .await
         });
         while broker.pending().is_empty() {
             tokio::task::yield_now().await;
@@ -484,23 +505,23 @@ mod tests {
     async fn the_calls_cancel_flag_withdraws_its_request() {
         let broker = Arc::new(Broker::default());
         let silent = Arc::new(Silent::default());
-        let flag = Arc::new(AtomicBool::new(false));
+        let flag = CancelToken::new();
         let (b, s, f) = (broker.clone(), silent.clone(), flag.clone());
         let task = tokio::spawn(async move {
-            b.ask(Some(s), request("r5"), Duration::from_secs(5), Some(f))
+            b.ask(Some(s), request("r5"), Duration::from_secs(5), f)
                 .await
         });
         while broker.pending().is_empty() {
             tokio::task::yield_now().await;
         }
-        flag.store(true, Ordering::SeqCst);
+        flag.cancel();
         assert_eq!(task.await.unwrap(), Asked::Withdrawn);
         assert!(broker.pending().is_empty());
         assert!(!broker.answer("r5", Answer::Once));
         assert_eq!(silent.withdrawn.lock().unwrap().len(), 1);
         // A call already cancelled is never asked.
         let answer = broker
-            .ask(None, request("r6"), Duration::from_secs(5), Some(flag))
+            .ask(None, request("r6"), Duration::from_secs(5), flag)
             .await;
         assert_eq!(answer, Asked::Withdrawn);
     }

@@ -11,6 +11,7 @@ pub mod approval;
 pub mod explain;
 pub mod hooks;
 
+use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use crate::exec::{ApprovedCommand, Class, ExecGrant, ExecHost};
 use crate::key::{CallKey, KeyPattern, RuleDecision};
@@ -391,13 +392,29 @@ impl Gate {
     }
 
     /// Run one call for `session`, asking `approver` when the ladder asks.
-    #[tracing::instrument(skip_all, fields(tool = %tool_name))]
     pub async fn call_with(
         &self,
         session: &str,
         tool_name: &str,
         input: Value,
         approver: Option<Arc<dyn Approver>>,
+    ) -> Observation {
+        self.call_cancellable(session, tool_name, input, approver, CancelToken::never())
+            .await
+    }
+
+    /// Run one call for `session` that the caller may cancel with `cancel`: a call cancelled
+    /// while it waits for approval is withdrawn, one cancelled as it is decided never starts,
+    /// and a running guest or shell command is stopped at its next look (the call then ends
+    /// with a `cancelled` error).
+    #[tracing::instrument(skip_all, fields(tool = %tool_name))]
+    pub async fn call_cancellable(
+        &self,
+        session: &str,
+        tool_name: &str,
+        input: Value,
+        approver: Option<Arc<dyn Approver>>,
+        cancel: CancelToken,
     ) -> Observation {
         let call_id = new_call_id();
         let started = Instant::now();
@@ -415,7 +432,9 @@ impl Gate {
 
         let mut key: Option<String> = None;
         let observation = match self
-            .prepare(session, tool_name, input, &call_id, approver, &mut key)
+            .prepare(
+                session, tool_name, input, &call_id, approver, &cancel, &mut key,
+            )
             .await
         {
             Err((decision, observation)) => {
@@ -427,7 +446,7 @@ impl Gate {
             }
             // Cancelled between the decision and the start (e.g. as its approval came): a
             // cancelled call never starts.
-            Ok(prepared) if call_cancelled() => {
+            Ok(prepared) if cancel.is_cancelled() => {
                 let (decision, observation) = cancelled(
                     tool_name,
                     &call_id,
@@ -453,7 +472,7 @@ impl Gate {
                     tracing::warn!(error = %e, "audit write failed");
                 }
                 events.clear();
-                self.run(session, prepared, &call_id).await
+                self.run(session, prepared, &call_id, &cancel).await
             }
         };
         let elapsed = started.elapsed();
@@ -521,6 +540,7 @@ impl Gate {
         input: Value,
         call_id: &str,
         approver: Option<Arc<dyn Approver>>,
+        cancel: &CancelToken,
         key_seen: &mut Option<String>,
     ) -> Result<Prepared, (Decision, Observation)> {
         let mut input = input;
@@ -711,6 +731,7 @@ impl Gate {
                             &v,
                             call_id,
                             approver.clone(),
+                            cancel,
                             force_ask,
                         )
                         .await?;
@@ -1033,6 +1054,7 @@ impl Gate {
         v: &Validated,
         call_id: &str,
         approver: Option<Arc<dyn Approver>>,
+        cancel: &CancelToken,
         forced: bool,
     ) -> Result<Decision, (Decision, Observation)> {
         let name = info.name.as_str();
@@ -1073,7 +1095,6 @@ impl Gate {
             choices: choices.clone(),
             expires_in_secs: expiry.as_secs(),
         };
-        let cancel = crate::sandbox::current_cancel_flag();
         let answer = match self
             .broker
             .ask(Some(approver), request, expiry, cancel.clone())
@@ -1082,7 +1103,7 @@ impl Gate {
             Asked::Withdrawn => return Err(cancelled(name, call_id, "ask", &format!("the call was cancelled while it waited for approval of `{key_text}`; the request was withdrawn and nothing ran"))),
             // The call was cancelled as the answer came: the answer approves nothing (no grant
             // is saved either).
-            Asked::Answered(_) if cancel.as_ref().is_some_and(|f| f.load(Ordering::SeqCst)) => {
+            Asked::Answered(_) if cancel.is_cancelled() => {
                 return Err(cancelled(name, call_id, "ask", &format!("the call was cancelled as `{key_text}` was approved; the approval was not used and nothing ran")))
             }
             Asked::Answered(a) => Some(a),
@@ -1222,7 +1243,13 @@ impl Gate {
     }
 
     /// Build the capabilities, run the guest, and record what it did.
-    async fn run(&self, session: &str, p: Prepared, call_id: &str) -> Observation {
+    async fn run(
+        &self,
+        session: &str,
+        p: Prepared,
+        call_id: &str,
+        cancel: &CancelToken,
+    ) -> Observation {
         let name = p.tool.info.name.clone();
         let mut caps = Capabilities {
             preopens: vec![Preopen {
@@ -1343,7 +1370,7 @@ impl Gate {
         let input = p.input.to_string();
         let result = self
             .sandbox
-            .call(&p.tool.loaded, &caps, &limits, &input, &context)
+            .call(&p.tool.loaded, &caps, &limits, &input, &context, cancel)
             .await;
         let refusals = caps
             .net
@@ -1740,11 +1767,6 @@ fn cancelled(
     );
     o.stage = Some(stage.into());
     (Decision::new("cancelled", stage, "client".into()), o)
-}
-
-/// Whether the call running in this task was cancelled (see [`crate::sandbox::cancellable`]).
-fn call_cancelled() -> bool {
-    crate::sandbox::current_cancel_flag().is_some_and(|f| f.load(Ordering::SeqCst))
 }
 
 fn error_decision(o: Observation) -> (Decision, Observation) {

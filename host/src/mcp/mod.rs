@@ -52,6 +52,7 @@ pub mod elicit;
 pub mod http;
 pub mod mrtr;
 
+use crate::cancel::CancelToken;
 use crate::gate::approval::{ApprovalRequest, Approver};
 use crate::gate::Gate;
 use crate::tools::{Observation, Risk, Status, ToolInfo};
@@ -373,11 +374,8 @@ impl McpConnection {
     ) -> (Observation, Option<ApprovalRequest>) {
         let gate = &self.inner.gate;
         let peer = context.peer.clone();
-        let cancel = Arc::new(AtomicBool::new(false));
-        let call = crate::sandbox::cancellable(
-            cancel.clone(),
-            gate.call_with(session, name, input, approver),
-        );
+        let cancel = CancelToken::new();
+        let call = gate.call_cancellable(session, name, input, approver, cancel.clone());
         tokio::pin!(call);
         let mut listening = asked.is_some();
         let mut asked = asked;
@@ -399,7 +397,7 @@ impl McpConnection {
                 // nothing, even when both are ready at once.
                 biased;
                 _ = context.ct.cancelled(), if cancelled_at.is_none() => {
-                    cancel.store(true, Ordering::SeqCst);
+                    cancel.cancel();
                     cancelled_at = Some(Instant::now());
                     // Withdraw its pending approval at once: the elicitation is cancelled at
                     // the client, and any answer from any surface finds nothing to approve.
@@ -420,7 +418,7 @@ impl McpConnection {
                     // The question goes to the client: the call is withdrawn (nothing runs)
                     // and ends at the broker's next look at its cancel flag.
                     if let Some(q) = q {
-                        cancel.store(true, Ordering::SeqCst);
+                        cancel.cancel();
                         cancelled_at.get_or_insert_with(Instant::now);
                         gate.broker().withdraw(&q.id);
                         question = Some(q);

@@ -1733,7 +1733,14 @@ mod tests {
         };
         let input = json!({"mode": "probe", "ops": ops}).to_string();
         let result = sandbox
-            .call(&loaded, &caps, &limits, &input, &context)
+            .call(
+                &loaded,
+                &caps,
+                &limits,
+                &input,
+                &context,
+                &crate::cancel::CancelToken::never(),
+            )
             .await
             .unwrap();
         let GuestResult::Output(out) = result else {

@@ -16,6 +16,7 @@ pub use read_ahead::SEARCH_INTERFACE_PREFIX;
 pub use walk::WALK_INTERFACE_PREFIX;
 pub use wasi::{Capabilities, Preopen};
 
+use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use sha2::Digest as _;
 use std::path::PathBuf;
@@ -62,24 +63,6 @@ const KEEP_RESIDENT: usize = 4 << 20;
 /// most about one tick.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
 
-tokio::task_local! {
-    /// Set by [`cancellable`]: the cancel flag of the call running in this task.
-    static CALL_CANCEL: Arc<AtomicBool>;
-}
-
-/// Run `future` (a gate call) so that setting `flag` interrupts its guest at the next epoch
-/// tick (the call then ends with a `cancelled` error). Used by surfaces whose clients can
-/// cancel a call, such as MCP's `notifications/cancelled`.
-pub async fn cancellable<F: std::future::Future>(flag: Arc<AtomicBool>, future: F) -> F::Output {
-    CALL_CANCEL.scope(flag, future).await
-}
-
-/// The cancel flag of the call running in this task, if it is cancellable: host functions that
-/// wait (e.g. for a child process) can poll it and stop early.
-pub fn current_cancel_flag() -> Option<Arc<AtomicBool>> {
-    CALL_CANCEL.try_with(Arc::clone).ok()
-}
-
 /// The error a cancelled guest stops with.
 #[derive(Debug)]
 struct Cancelled;
@@ -108,6 +91,9 @@ pub(crate) struct CallState {
     walk: walk::WalkScope,
     /// Whether a read-ahead reader of this call is open (one at a time).
     read_ahead_open: bool,
+    /// The call's cancel token: the epoch callback, the host walk and a shell command's wait
+    /// look at it.
+    pub(crate) cancel: CancelToken,
 }
 
 impl wasmtime_wasi_http::WasiHttpView for CallState {
@@ -159,7 +145,7 @@ fn to_wit_outcome(o: crate::exec::Outcome) -> wexec::Outcome {
 
 impl wexec::Host for CallState {
     async fn run(&mut self, cmd: wexec::Command) -> Result<wexec::Outcome, String> {
-        crate::exec::host_run(self.exec.as_mut(), &cmd.text, cmd.background)
+        crate::exec::host_run(self.exec.as_mut(), &cmd.text, cmd.background, &self.cancel)
             .await
             .map(to_wit_outcome)
     }
@@ -334,7 +320,7 @@ impl Sandbox {
 
     /// Ask a loaded component to describe itself, with no capabilities at all.
     pub async fn describe(&self, loaded: &Loaded, limits: &Limits) -> Result<wit::Descriptor> {
-        let mut store = self.store(&Capabilities::none(), limits)?;
+        let mut store = self.store(&Capabilities::none(), limits, CancelToken::never())?;
         let tool = loaded
             .pre
             .instantiate_async(&mut store)
@@ -353,8 +339,9 @@ impl Sandbox {
         limits: &Limits,
         input: &str,
         context: &wit::CallContext,
+        cancel: &CancelToken,
     ) -> Result<GuestResult> {
-        let mut store = self.store(caps, limits)?;
+        let mut store = self.store(caps, limits, cancel.clone())?;
         let tool = loaded
             .pre
             .instantiate_async(&mut store)
@@ -386,7 +373,12 @@ impl Sandbox {
         })
     }
 
-    fn store(&self, caps: &Capabilities, limits: &Limits) -> Result<Store<CallState>> {
+    fn store(
+        &self,
+        caps: &Capabilities,
+        limits: &Limits,
+        cancel: CancelToken,
+    ) -> Result<Store<CallState>> {
         let wasi = caps.build_ctx()?;
         let store_limits = StoreLimitsBuilder::new()
             .memory_size(limits.max_memory_bytes)
@@ -414,18 +406,19 @@ impl Sandbox {
                     cut: Arc::default(),
                 },
                 read_ahead_open: false,
+                cancel: cancel.clone(),
             },
         );
         store.limiter(|s| &mut s.limits);
         let ticks = limits.deadline_ticks(EPOCH_TICK);
-        match CALL_CANCEL.try_with(Arc::clone) {
+        match cancel.can_cancel() {
             // A cancellable call: check the flag at every tick, yield to the executor, and trap
             // at the deadline.
-            Ok(cancel) => {
+            true => {
                 let mut left = ticks;
                 store.set_epoch_deadline(1);
                 store.epoch_deadline_callback(move |_| {
-                    if cancel.load(Ordering::Relaxed) {
+                    if cancel.is_cancelled() {
                         return Err(wasmtime::Error::new(Cancelled));
                     }
                     left = left.saturating_sub(1);
@@ -437,7 +430,7 @@ impl Sandbox {
                     Ok(wasmtime::UpdateDeadline::Yield(1))
                 });
             }
-            Err(_) => {
+            false => {
                 store.set_epoch_deadline(ticks);
                 store.epoch_deadline_trap();
             }

@@ -48,6 +48,7 @@
 
 use super::fsguard::FsDeny;
 use super::walk::{Found, WalkOptions, Walker};
+use crate::cancel::CancelToken;
 use crate::workspace::LinkSnapshot;
 use rustix::fd::{AsFd as _, BorrowedFd};
 use std::collections::BTreeMap;
@@ -298,12 +299,11 @@ impl super::CallState {
         let include = include_glob.as_deref().map(Include::new).transpose()?;
         // The start is resolved and its first directory listed here, so a refused start is an
         // error of this call and not of a thread.
-        let cancel = super::current_cancel_flag();
         let walker = Walker::new_cancellable(
             self.walk.clone(),
             &start,
             WalkOptions::default(),
-            cancel.as_deref(),
+            self.cancel.flag(),
         )?;
         let stop = Arc::new(AtomicBool::new(false));
         let (permits, permit_rx) = mpsc::sync_channel(OUTSTANDING);
@@ -321,7 +321,7 @@ impl super::CallState {
                 max_file,
                 sort: sort.clone(),
                 stop: stop.clone(),
-                cancel: cancel.clone(),
+                cancel: self.cancel.clone(),
                 jobs: jobs.clone(),
                 chunks: chunk_tx.clone(),
                 buf: Vec::new(),
@@ -344,7 +344,7 @@ impl super::CallState {
             walker,
             include,
             stop: stop.clone(),
-            cancel,
+            cancel: self.cancel.clone(),
             permits: permit_rx,
             jobs: job_tx,
         };
@@ -471,7 +471,7 @@ struct Work {
     walker: Walker,
     include: Option<Include>,
     stop: Arc<AtomicBool>,
-    cancel: Option<Arc<AtomicBool>>,
+    cancel: CancelToken,
     /// One permit per job sent; the reader gives one back per chunk taken.
     permits: mpsc::Receiver<()>,
     jobs: mpsc::Sender<Job>,
@@ -479,7 +479,7 @@ struct Work {
 
 impl Work {
     fn stopped(&self) -> bool {
-        stopped(&self.stop, self.cancel.as_deref())
+        stopped(&self.stop, self.cancel.flag())
     }
 
     /// Wait for a permit to send another job; false when the reader is gone or stopped.
@@ -560,7 +560,7 @@ struct Worker {
     max_file: u64,
     sort: Sort,
     stop: Arc<AtomicBool>,
-    cancel: Option<Arc<AtomicBool>>,
+    cancel: CancelToken,
     jobs: Arc<Mutex<mpsc::Receiver<Job>>>,
     chunks: mpsc::Sender<Chunk>,
     /// The read buffer, kept for the next file when a file's contents are not handed on.
@@ -592,7 +592,7 @@ impl Worker {
         let mut held = 0usize;
         let mut swapped = 0u32;
         for found in job.files {
-            if stopped(&self.stop, self.cancel.as_deref()) {
+            if stopped(&self.stop, self.cancel.flag()) {
                 return None;
             }
             let (deny, links) = (&self.deny, &mut self.links);
@@ -928,7 +928,7 @@ mod tests {
                 max_file: 1 << 20,
                 sort: sort.clone(),
                 stop: stop.clone(),
-                cancel: None,
+                cancel: CancelToken::never(),
                 jobs: jobs.clone(),
                 chunks: chunk_tx.clone(),
                 buf: Vec::new(),
@@ -939,7 +939,7 @@ mod tests {
             walker: Walker::new(scope(root), "/workspace", WalkOptions::default()).unwrap(),
             include: None,
             stop: stop.clone(),
-            cancel: None,
+            cancel: CancelToken::never(),
             permits: permit_rx,
             jobs: job_tx,
         };

@@ -123,8 +123,7 @@ impl WalkScope {
 
 impl w::Host for super::CallState {
     fn list_entries(&mut self, start: String, options: w::Options) -> Result<w::Listing, String> {
-        let cancel = super::current_cancel_flag();
-        self.walk.list(&start, &options, cancel.as_deref())
+        self.walk.list(&start, &options, self.cancel.flag())
     }
 }
 
