@@ -653,7 +653,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             command: SessionCommand::Forget,
         } => {
             let ws = toolgate::workspace::Workspace::new(&root, &[])?;
-            let db = toolgate::state::StateDb::open(&ws.state_dir().join("state.db"))?;
+            let db = toolgate::state::StateDb::open(
+                &ws.state_dir().join(toolgate::workspace::layout::STATE_DB),
+            )?;
             let n = db.forget_session(&cli.session)?;
             println!("forgot session `{}` ({n} read records)", cli.session);
             Ok(ExitCode::SUCCESS)
@@ -667,7 +669,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             json,
         } => {
             let ws = toolgate::workspace::Workspace::new(&root, &[])?;
-            let db = toolgate::state::StateDb::open(&ws.state_dir().join("state.db"))?;
+            let db = toolgate::state::StateDb::open(
+                &ws.state_dir().join(toolgate::workspace::layout::STATE_DB),
+            )?;
             let query = AuditQuery {
                 tool,
                 decision,
@@ -727,7 +731,8 @@ fn project_grants(
     trust_all: bool,
 ) -> toolgate::policy::grants::ProjectGrants {
     toolgate::policy::grants::ProjectGrants::signed(
-        ws.state_dir().join("grants.toml"),
+        ws.state_dir()
+            .join(toolgate::workspace::layout::GRANTS_FILE),
         ws.root(),
         keyring(),
         trust_all,

@@ -164,7 +164,7 @@ impl Gate {
             .state_dir
             .clone()
             .unwrap_or_else(|| workspace.state_dir());
-        let state = StateDb::open(&state_dir.join("state.db"))?;
+        let state = StateDb::open(&state_dir.join(crate::workspace::layout::STATE_DB))?;
         state.sign_session_grants(keyring.clone(), workspace.root());
         let limits = options
             .limits
@@ -191,7 +191,9 @@ impl Gate {
         let denied_globs = workspace.guest_denied_globs();
         let fs_deny = Arc::new(FsDeny::new(Workspace::new(workspace.root(), &secrets)?));
         let project_grants = ProjectGrants::signed(
-            workspace.state_dir().join("grants.toml"),
+            workspace
+                .state_dir()
+                .join(crate::workspace::layout::GRANTS_FILE),
             workspace.root(),
             keyring.clone(),
             workspace_trusted,

@@ -247,7 +247,7 @@ impl PluginStore {
     /// [`PluginStore::signed`] for a real workspace.
     pub fn new(state_dir: &Path) -> Self {
         PluginStore {
-            dir: state_dir.join("plugins"),
+            dir: state_dir.join(crate::workspace::layout::PLUGINS_DIR),
             keyring: None,
             workspace: String::new(),
             trust_all: false,
@@ -263,7 +263,7 @@ impl PluginStore {
         trust_all: bool,
     ) -> Self {
         PluginStore {
-            dir: state_dir.join("plugins"),
+            dir: state_dir.join(crate::workspace::layout::PLUGINS_DIR),
             keyring: Some(keyring),
             workspace: workspace.to_string_lossy().into_owned(),
             trust_all,

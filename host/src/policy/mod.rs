@@ -974,7 +974,10 @@ impl Policy {
 
     /// The workspace layer's file and its trust (nothing is loaded).
     pub fn workspace_layer(sources: &LayerSources) -> WorkspaceLayer {
-        let path = sources.workspace.join(".toolgate").join("policy.toml");
+        let path = sources
+            .workspace
+            .join(crate::workspace::STATE_DIR)
+            .join(crate::workspace::layout::POLICY_FILE);
         let sha256 = trust::read_state_file(&path)
             .ok()
             .flatten()

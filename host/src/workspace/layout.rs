@@ -17,6 +17,18 @@ pub const STATE_DIR: &str = ".toolgate";
 /// The one place under [`STATE_DIR`] a tool may read: saved full outputs.
 pub const OUTPUTS_DIR: &str = ".toolgate/outputs";
 
+/// The workspace's own policy layer, under [`STATE_DIR`] (obeyed only once trusted).
+pub const POLICY_FILE: &str = "policy.toml";
+
+/// The project grants, under [`STATE_DIR`] (signed entries only).
+pub const GRANTS_FILE: &str = "grants.toml";
+
+/// The state database (audit, reads, history, session grants), under [`STATE_DIR`].
+pub const STATE_DB: &str = "state.db";
+
+/// Installed plugins, under [`STATE_DIR`].
+pub const PLUGINS_DIR: &str = "plugins";
+
 /// Why a directory the host keeps its own files in cannot be used.
 fn not_a_real_dir(path: &Path, what: &str) -> std::io::Error {
     std::io::Error::new(
