@@ -20,9 +20,15 @@ pub enum Error {
     /// A per-call limit stopped the guest.
     #[error("limit `{limit}` hit: {message}")]
     Limit {
-        /// The limit's name as it appears in the policy.
-        limit: &'static str,
+        /// Which limit.
+        limit: Limit,
         /// What happened.
+        message: String,
+    },
+    /// The caller cancelled the call and the tool was interrupted.
+    #[error("cancelled: {message}")]
+    Cancelled {
+        /// What was interrupted.
         message: String,
     },
     /// The guest trapped for another reason.
@@ -72,6 +78,40 @@ impl Error {
             path: path.into(),
             source,
         }
+    }
+}
+
+/// A per-call limit that stops a guest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Limit {
+    /// `[limits] timeout_ms`: the deadline.
+    Timeout,
+    /// `[limits] max_memory_bytes`: linear memory.
+    Memory,
+    /// The guest's stack (no policy key: a guest's stack is part of its memory).
+    Stack,
+    /// The guest's tables (function references), bounded with its memory.
+    Table,
+    /// `[limits] max_result_bytes`: the size of what the tool returned.
+    ResultBytes,
+}
+
+impl Limit {
+    /// The limit's name as the policy spells it (`limits.<name>`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Limit::Timeout => "timeout_ms",
+            Limit::Memory => "max_memory_bytes",
+            Limit::Stack => "stack",
+            Limit::Table => "table_elements",
+            Limit::ResultBytes => "max_result_bytes",
+        }
+    }
+}
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -44,3 +44,6 @@ mod cold_start;
 mod mcp_2026;
 mod search_parallel;
 mod telemetry;
+
+// Structure (issue #16): imports point one way, no cycles, files stay small.
+mod layering;

@@ -1891,10 +1891,9 @@ fn parse_data(data: &str) -> Value {
 
 fn limit_or_crash(name: &str, call_id: &str, e: Error) -> Observation {
     match e {
-        Error::Limit {
-            limit: "cancelled",
-            message,
-        } => Observation::error(name, call_id, "cancelled", message, None),
+        Error::Cancelled { message } => {
+            Observation::error(name, call_id, "cancelled", message, None)
+        }
         Error::Limit { limit, message } => {
             let mut o = Observation::error(
                 name,
@@ -1903,7 +1902,7 @@ fn limit_or_crash(name: &str, call_id: &str, e: Error) -> Observation {
                 message,
                 Some(format!("the `{limit}` limit stopped the tool; narrow the request, or raise `limits.{limit}` in .toolgate/policy.toml if it is legitimate")),
             );
-            o.data = json!({ "limit": limit });
+            o.data = json!({ "limit": limit.as_str() });
             o
         }
         other => Observation::error(name, call_id, "crashed", other.to_string(), None),

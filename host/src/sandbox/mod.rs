@@ -17,7 +17,7 @@ pub use walk::WALK_INTERFACE_PREFIX;
 pub use wasi::{Capabilities, Preopen};
 
 use crate::cancel::CancelToken;
-use crate::error::{Error, Result};
+use crate::error::{Error, Limit, Result};
 use sha2::Digest as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -360,7 +360,7 @@ impl Sandbox {
                 let size = output.content.len() + output.data.len() + output.summary.len();
                 if size > limits.max_result_bytes {
                     return Err(Error::Limit {
-                        limit: "max_result_bytes",
+                        limit: Limit::ResultBytes,
                         message: format!(
                             "the tool returned {size} bytes, more than the {} byte result limit",
                             limits.max_result_bytes
@@ -564,8 +564,7 @@ pub struct SandboxOptions {
 /// Turn a wasmtime error into the limit it hit, or a trap with the guest's reason.
 fn classify(error: wasmtime::Error, limits: &Limits) -> Error {
     if error.downcast_ref::<Cancelled>().is_some() {
-        return Error::Limit {
-            limit: "cancelled",
+        return Error::Cancelled {
             message: "the client cancelled the call and the tool was interrupted".to_string(),
         };
     }
@@ -573,7 +572,7 @@ fn classify(error: wasmtime::Error, limits: &Limits) -> Error {
         match trap {
             Trap::Interrupt => {
                 return Error::Limit {
-                    limit: "timeout_ms",
+                    limit: Limit::Timeout,
                     message: format!(
                         "the tool ran longer than its {} ms deadline and was stopped",
                         limits.timeout.as_millis()
@@ -582,7 +581,7 @@ fn classify(error: wasmtime::Error, limits: &Limits) -> Error {
             }
             Trap::StackOverflow => {
                 return Error::Limit {
-                    limit: "stack",
+                    limit: Limit::Stack,
                     message: "the tool overflowed its stack (unbounded recursion?) and was stopped"
                         .to_string(),
                 }
@@ -593,7 +592,7 @@ fn classify(error: wasmtime::Error, limits: &Limits) -> Error {
     let text = format!("{error:#}");
     if text.contains("growing memory") || text.contains("memory minimum size") {
         return Error::Limit {
-            limit: "max_memory_bytes",
+            limit: Limit::Memory,
             message: format!(
                 "the tool tried to use more than its {} byte memory limit and was stopped",
                 limits.max_memory_bytes
@@ -604,7 +603,7 @@ fn classify(error: wasmtime::Error, limits: &Limits) -> Error {
     // wraps the stack pointer past zero, which faults at an address of 4 GiB or more.
     if fault_address(&text).is_some_and(|a| a >= 1 << 32) {
         return Error::Limit {
-            limit: "stack",
+            limit: Limit::Stack,
             message: "the tool overflowed its stack (unbounded recursion?) and was stopped"
                 .to_string(),
         };

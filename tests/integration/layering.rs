@@ -1,0 +1,1 @@
+//! The module structure of `host/src`, checked from the source: placeholder replaced below.
