@@ -201,8 +201,7 @@ impl Confinement {
     }
 }
 
-/// Variables passed through from the host's environment (besides the policy's).
-pub const ENV_ALLOWLIST: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "TZ"];
+pub use super::process::ENV_ALLOWLIST;
 
 /// Never passed, even when a policy names them.
 fn forbidden_env(name: &str) -> bool {

@@ -14,6 +14,7 @@ pub mod lex;
 pub mod option_tables;
 pub mod options;
 pub mod policy;
+pub mod process;
 pub mod run;
 #[cfg(target_os = "linux")]
 pub mod seccomp;

@@ -4,6 +4,7 @@
 //! and previewed head + tail, the full text saved under `.toolgate/outputs/`.
 
 use super::{confine, ApprovedCommand, ExecHost, Outcome, Plan};
+use super::process::kill_group;
 use crate::text::cut_head_tail;
 use crate::workspace::OUTPUTS_DIR;
 use serde_json::json;
@@ -273,15 +274,6 @@ fn count_lines(bytes: &[u8]) -> u64 {
 
 fn lines(s: &Stream) -> u64 {
     s.newlines + u64::from(s.last_byte.is_some_and(|b| b != b'\n'))
-}
-
-fn kill_group(pgid: i32) {
-    #[cfg(unix)]
-    {
-        if let Some(pid) = rustix::process::Pid::from_raw(pgid) {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
-    }
 }
 
 /// PATH entries a command may use: absolute, existing, and not inside the workspace (a file the
