@@ -1,4 +1,4 @@
-//! The approval broker (SPEC §5 stage 9): at most one open request per session, each bound to
+//! The approval broker (the ladder's ask stage): at most one open request per session, each bound to
 //! the exact input's hash and an expiry; the first answer from any surface wins and later ones
 //! are no-ops.
 //!
