@@ -75,47 +75,8 @@ pub struct File {
 }
 
 /// A filter on files: a glob on the file name, or, when it contains `/`, on the path below the
-/// walk's start (`*` does not cross `/`, `**` does). A leading `./` is ignored.
-#[derive(Debug, Clone)]
-pub struct Include {
-    /// The glob as given (the host applies it the same way).
-    glob: String,
-    matcher: globset::GlobMatcher,
-    on_path: bool,
-}
-
-impl Include {
-    /// Compile `glob`, or say why it is not a valid glob.
-    pub fn new(source: &str) -> Result<Self, String> {
-        let on_path = source.contains('/');
-        let glob = source.trim_start_matches("./");
-        let matcher = globset::GlobBuilder::new(glob)
-            .literal_separator(true)
-            .build()
-            .map_err(|e| format!("`include` glob `{glob}` is invalid: {e}"))?
-            .compile_matcher();
-        Ok(Include {
-            glob: source.to_string(),
-            matcher,
-            on_path,
-        })
-    }
-
-    /// The glob as given.
-    pub fn glob(&self) -> &str {
-        &self.glob
-    }
-
-    /// Whether the file at `under` (its path below the walk's start) passes.
-    pub fn matches(&self, under: &str) -> bool {
-        if self.on_path {
-            self.matcher.is_match(under)
-        } else {
-            let name = under.rsplit('/').next().unwrap_or(under);
-            self.matcher.is_match(name)
-        }
-    }
-}
+/// walk's start (the host applies the same rule, from `toolgate-walk-rules`).
+pub use toolgate_walk_rules::Include;
 
 /// Visit every file below the directory `start` (a sandbox path) that passes `include`, in walk
 /// order (names in byte order, depth first), with its contents when the host read them.
@@ -298,23 +259,5 @@ fn read_ahead_sifted(
         if batch.done {
             return errors;
         }
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn include_matches_names_or_paths() {
-        let by_name = Include::new("*.rs").unwrap();
-        assert!(by_name.matches("src/main.rs"));
-        assert!(by_name.matches("main.rs"));
-        assert!(!by_name.matches("src/main.rs.orig"));
-        let by_path = Include::new("./src/*.rs").unwrap();
-        assert!(by_path.matches("src/main.rs"));
-        assert!(!by_path.matches("src/a/main.rs"));
-        assert!(Include::new("a[").is_err());
     }
 }

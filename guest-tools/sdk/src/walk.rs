@@ -21,8 +21,9 @@ pub mod __wit {
     });
 }
 
-/// Directory names skipped by every walking tool unless the caller asks otherwise.
-pub const DEFAULT_IGNORES: &[&str] = &[".git", "node_modules", "target", "dist", ".toolgate"];
+/// Directory names skipped by every walking tool unless the caller asks otherwise (the same
+/// list the host walk prunes, from `toolgate-walk-rules`).
+pub use toolgate_walk_rules::DEFAULT_IGNORES;
 
 /// One entry found by a walk.
 #[derive(Debug, Clone)]
@@ -138,7 +139,7 @@ fn local_walk(
     options: &Options,
     mut visit: impl FnMut(Entry) -> bool,
 ) -> usize {
-    let extra = build_extra(&options.ignore);
+    let extra = toolgate_walk_rules::extra_globs(&options.ignore);
     let mut builder = ignore::WalkBuilder::new(start);
     builder
         .hidden(false)
@@ -238,18 +239,4 @@ fn local_walk(
         }
     }
     errors
-}
-
-fn build_extra(patterns: &[String]) -> Option<globset::GlobSet> {
-    if patterns.is_empty() {
-        return None;
-    }
-    let mut set = globset::GlobSetBuilder::new();
-    for p in patterns {
-        let p = p.trim_end_matches('/');
-        if let Ok(g) = globset::Glob::new(p) {
-            set.add(g);
-        }
-    }
-    set.build().ok()
 }

@@ -1,24 +1,3 @@
-//! The read-ahead (`toolgate:search/read-ahead@0.1.0`): `grep` asks the host to walk a
-//! directory and read its files on a host thread, so that reading the next files (the system
-//! calls and the copy out of the page cache) overlaps with the tool searching the current ones
-//! in the guest. The call stays one guest instance with one output; the host adds a second
-//! thread of plain I/O.
-//!
-//! The host decides what is read, the same way it decides what the walk lists
-//! ([`super::walk`]): only below the call's own preopens, with the deny-list applied to real
-//! paths, ignore files and default ignores honoured, nothing followed through a symlink. A file
-//! is opened with `openat(O_NOFOLLOW)` on the descriptor of the directory the walk listed it in
-//! (never by path), without blocking, and read only when what was opened is the regular file
-//! the listing named (its inode); a name that now is another file (exchanged or renamed over by
-//! a racing process) is skipped and counted as an error, and anything else (a symlink, a FIFO,
-//! an open error) is handed back as `not-read`, and the tool opens it through
-//! `wasi:filesystem`, where the filesystem guard decides as for any open.
-//!
-//! Bounded: one reader per call at a time, at most [`QUEUED`] batches of at most
-//! [`BATCH_BYTES`] waiting, files over [`MAX_READ_AHEAD_FILE`] left to the tool; `next` waits
-//! at most [`WAIT`] so the call's deadline and cancellation still apply; dropping the reader
-//! (or the store, when the call ends in any way) stops the thread at its next file.
-
 //! The read-ahead (`toolgate:search/read-ahead@0.1.0` and `@0.2.0`): `grep` asks the host to
 //! walk a directory and read its files on host threads, so that reading the next files (the
 //! system calls and the copy out of the page cache) overlaps with the tool searching the current
@@ -47,6 +26,7 @@
 //! the reader (or the store, when the call ends in any way) stops every thread at its next file.
 
 use super::fsguard::FsDeny;
+use toolgate_walk_rules::Include;
 use super::walk::{Found, WalkOptions, Walker};
 use crate::cancel::CancelToken;
 use crate::workspace::LinkSnapshot;
@@ -233,38 +213,6 @@ impl Reader {
                     return (Vec::new(), 1, true);
                 }
             }
-        }
-    }
-}
-
-/// The `include` filter, as grep applies it: a glob on the file name, or on the path below the
-/// start when it contains `/`.
-struct Include {
-    glob: globset::GlobMatcher,
-    on_path: bool,
-}
-
-impl Include {
-    fn new(glob: &str) -> Result<Self, String> {
-        let on_path = glob.contains('/');
-        let glob = glob.trim_start_matches("./");
-        let matcher = globset::GlobBuilder::new(glob)
-            .literal_separator(true)
-            .build()
-            .map_err(|e| format!("`include` glob `{glob}` is invalid: {e}"))?
-            .compile_matcher();
-        Ok(Include {
-            glob: matcher,
-            on_path,
-        })
-    }
-
-    fn matches(&self, sub: &str) -> bool {
-        if self.on_path {
-            self.glob.is_match(sub)
-        } else {
-            let name = sub.rsplit('/').next().unwrap_or(sub);
-            self.glob.is_match(name)
         }
     }
 }

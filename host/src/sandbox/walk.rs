@@ -59,8 +59,8 @@ use bindings::toolgate::fs::walk as w;
 /// The interface a walking tool imports (any version).
 pub const WALK_INTERFACE_PREFIX: &str = "toolgate:fs/walk";
 
-/// Directory names never entered (as the guests' `DEFAULT_IGNORES`).
-pub const DEFAULT_IGNORES: &[&str] = &[".git", "node_modules", "target", "dist", ".toolgate"];
+/// Directory names never entered (the guests' own walk prunes the same list).
+pub use toolgate_walk_rules::DEFAULT_IGNORES;
 
 /// Most entries in one page.
 const PAGE_ENTRIES: usize = 50_000;
@@ -285,7 +285,7 @@ impl Walker {
         cancel: Option<&std::sync::atomic::AtomicBool>,
     ) -> Result<Self, String> {
         let start = scope.resolve(start)?;
-        let extra = build_extra(&options.ignore);
+        let extra = toolgate_walk_rules::extra_globs(&options.ignore);
         let resume: Vec<String> = options
             .resume
             .as_deref()
@@ -1090,19 +1090,6 @@ fn display_rel(rel: &str) -> &str {
     }
 }
 
-/// The caller's extra globs (a pattern that does not parse is skipped, as the guests do).
-fn build_extra(patterns: &[String]) -> Option<globset::GlobSet> {
-    if patterns.is_empty() {
-        return None;
-    }
-    let mut set = globset::GlobSetBuilder::new();
-    for p in patterns {
-        if let Ok(g) = globset::Glob::new(p.trim_end_matches('/')) {
-            set.add(g);
-        }
-    }
-    set.build().ok()
-}
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
