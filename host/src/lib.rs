@@ -6,12 +6,25 @@
 //! honest, budgeted [`tools::Observation`], and everything is audited in the workspace's state
 //! database.
 //!
-//! - [`gate`]: the ladder, from schema to decision, and the call pipeline.
-//! - [`policy`]: policy files, key patterns and rules, project grants.
-//! - [`sandbox`]: the engine, the artifact cache, capabilities -> WASI context, limits.
-//! - [`tools`]: the registry of components and the observation format.
-//! - [`state`]: SQLite state: audit, read records, file history.
+//! The modules, top layer first; a module uses only its own layer and those below (see
+//! docs/architecture.md; `tests/integration/layering.rs` checks it):
+//!
+//! - [`mcp`]: the MCP server (stdio and streamable HTTP, elicitation, 2026-07-28 request state).
+//! - [`gate`]: one call's pipeline: validate, mode, rules, hooks, grants, ask, then run.
+//! - [`policy`]: policy layers and files, modes, hook specs, project grants, workspace trust.
+//! - [`tools`]: the registry of built-in and plugin components, and the observation format.
 //! - [`plugins`]: third-party components: manifests, install records, capability intersection.
+//! - [`sandbox`]: the engine, artifact cache, capabilities → WASI context, guards, host walk.
+//! - [`exec`]: the shell's host side: command analysis, confinement, spawning, jobs.
+//! - [`state`]: the SQLite state (audit, reads, history, session grants) and the signing key.
+//! - [`telemetry`]: export of the audit over OTLP/HTTP.
+//! - [`workspace`]: the workspace's rules: scope, deny-list, `.toolgate/` layout, link view.
+//! - [`key`]: call keys (`tool:target`), key patterns and rule decisions.
+//! - [`cancel`]: the cancel token a surface passes down with a call.
+//! - [`text`]: cutting text to a budget, visibly.
+//! - [`error`]: the library's error type and typed limits.
+//! - [`fsutil`]: filesystem helpers that never block on or follow what a workspace planted.
+//! - [`userdirs`]: the user's config, cache and state directories.
 
 pub mod cancel;
 pub mod error;
