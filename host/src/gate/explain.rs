@@ -2,6 +2,7 @@
 //! without running anything. Hooks are named, not run (they are programs); nobody is asked;
 //! read-before-write is left to the real call (it depends on what the session has read).
 
+use super::decision::{Stage, Verdict};
 use super::Gate;
 use crate::exec::Class;
 use crate::key::RuleDecision;
@@ -46,13 +47,13 @@ impl Gate {
         let v = match self.validate(tool_name, input, "explain") {
             Ok(v) => v,
             Err((d, o)) => {
-                let stage = if d.stage == "scope" {
+                let stage = if d.stage == Stage::Scope {
                     "scope"
                 } else {
                     "schema"
                 };
                 let why = o.reason.clone().unwrap_or_else(|| o.summary.clone());
-                let outcome = if d.decision == "deny" {
+                let outcome = if d.verdict == Verdict::Deny {
                     "deny"
                 } else {
                     "error"
@@ -60,7 +61,7 @@ impl Gate {
                 step(stage, outcome, why);
                 return end(
                     stages,
-                    format!("{} ({})", d.decision, o.hint.unwrap_or_default()),
+                    format!("{} ({})", d.verdict.as_str(), o.hint.unwrap_or_default()),
                 );
             }
         };
@@ -83,7 +84,8 @@ impl Gate {
         );
         let tool = v.tool.clone();
         if let Some(grant) = &tool.plugin {
-            if let Err((_, o)) = super::plugin_paths_granted(grant, &v.paths, tool_name, "explain")
+            if let Err((_, o)) =
+                super::validate::plugin_paths_granted(grant, &v.paths, tool_name, "explain")
             {
                 step("scope", "deny", o.reason.unwrap_or(o.summary));
                 return end(stages, "deny".into());
@@ -91,7 +93,7 @@ impl Gate {
         }
         let risk = tool.info.risk;
         let shell = self.shell_command(&tool.info, &v);
-        let key = match super::call_key(&tool.info, &v, shell.as_ref()) {
+        let key = match super::validate::call_key(&tool.info, &v, shell.as_ref()) {
             Ok(k) => k,
             Err(message) => {
                 step("key", "error", message);
@@ -197,10 +199,7 @@ impl Gate {
                 ),
             );
         }
-        let shell_read_only = shell
-            .as_ref()
-            .is_some_and(|k| k.class == Class::ReadOnly && self.args_in_scope(&v, k))
-            || (tool.info.builtin && crate::exec::JOB_TOOLS.contains(&tool_name));
+        let shell_read_only = self.shell_read_only(&tool.info, &v, shell.as_ref());
         let no_permission = risk == Risk::ReadOnly && tool.plugin.is_none();
         if (no_permission || shell_read_only) && !force_ask {
             step(
@@ -230,16 +229,20 @@ impl Gate {
                     return end(stages, "error".into());
                 }
             }
-            match self.session_allow(session, &key) {
-                Some(d) => {
+            match self.session_allow(session, tool_name, &key, "explain") {
+                Ok(Some(d)) => {
                     step("session-allowlist", "allow", d.source);
                     return end(stages, "allow".into());
                 }
-                None => step(
+                Ok(None) => step(
                     "session-allowlist",
                     "pass",
                     format!("no grant in session `{session}`"),
                 ),
+                Err((_, o)) => {
+                    step("session-allowlist", "error", o.reason.unwrap_or(o.summary));
+                    return end(stages, "error".into());
+                }
             }
         }
         let scopes = if tool.info.ceiling == Ceiling::Session {

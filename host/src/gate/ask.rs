@@ -1,0 +1,204 @@
+//! Stage 9 of the ladder: ask. The request goes to the approval broker (every surface may
+//! answer, the first answer wins); the answer allows once, for the session (saved in the state
+//! database) or for the project (saved in the grants file, never past the tool's ceiling).
+
+use super::approval::{escape_name, plain_text, Answer, ApprovalRequest, Approver, Asked};
+use super::decision::{Code, Decision, Refusal, Stage};
+use super::observe;
+use super::validate::Validated;
+use super::Gate;
+use crate::cancel::CancelToken;
+use crate::key::CallKey;
+use crate::tools::registry::PathUse;
+use crate::tools::{Ceiling, ToolInfo};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+impl Gate {
+    /// Ask `approver` (none: headless, a refusal) and act on the answer.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn ask(
+        &self,
+        session: &str,
+        info: &ToolInfo,
+        key: &CallKey,
+        v: &Validated,
+        call_id: &str,
+        approver: Option<Arc<dyn Approver>>,
+        cancel: &CancelToken,
+        forced: bool,
+    ) -> Result<Decision, Refusal> {
+        let name = info.name.as_str();
+        let key_text = key.to_string();
+        let Some(approver) = approver else {
+            return Err(headless(info, &key_text, forced, call_id));
+        };
+        let choices = choices(info, forced);
+        let expiry = self.approval_expiry;
+        let request = ApprovalRequest {
+            id: format!("{call_id}-approval"),
+            session: session.to_string(),
+            tool: name.to_string(),
+            key: key_text.clone(),
+            description: plain_text(&describe_call(info, v)),
+            risk: info.risk,
+            input_sha256: hex::encode(Sha256::digest(v.input.to_string().as_bytes())),
+            choices: choices.clone(),
+            expires_in_secs: expiry.as_secs(),
+        };
+        let answer = match self
+            .broker
+            .ask(Some(approver), request, expiry, cancel.clone())
+            .await
+        {
+            Asked::Withdrawn => return Err(observe::cancelled(name, call_id, Stage::Ask, &format!("the call was cancelled while it waited for approval of `{key_text}`; the request was withdrawn and nothing ran"))),
+            // The call was cancelled as the answer came: the answer approves nothing (no grant
+            // is saved either).
+            Asked::Answered(_) if cancel.is_cancelled() => {
+                return Err(observe::cancelled(name, call_id, Stage::Ask, &format!("the call was cancelled as `{key_text}` was approved; the approval was not used and nothing ran")))
+            }
+            Asked::Answered(a) => Some(a),
+            Asked::Expired => None,
+        };
+        let decided = answered(answer, &choices, info, &key_text, call_id)?;
+        match answer {
+            Some(Answer::Session) => {
+                if let Err(e) = self.state.add_session_grant(session, &key_text, None) {
+                    tracing::warn!(error = %e, session, key = %key_text, "saving a session grant in the state database failed; this call runs, the next one asks again");
+                }
+            }
+            Some(Answer::Project) => {
+                if let Err(problem) = self.project_grants.add(&key_text, "prompt") {
+                    return Err(observe::error(
+                        name,
+                        call_id,
+                        Stage::Ask,
+                        Code::GrantsFile,
+                        problem.to_string(),
+                        Some("fix .toolgate/grants.toml and answer again".into()),
+                    ));
+                }
+            }
+            _ => {}
+        }
+        Ok(decided)
+    }
+}
+
+/// The answers offered: once and session always, project only below a project ceiling and
+/// when no `ask` rule forces the prompt.
+pub(crate) fn choices(info: &ToolInfo, forced: bool) -> Vec<Answer> {
+    let mut choices = vec![Answer::Once, Answer::Session];
+    if info.ceiling == Ceiling::Project && !forced {
+        choices.push(Answer::Project);
+    }
+    choices.push(Answer::Deny);
+    choices
+}
+
+/// No one can approve here: a refusal whose hint says how to allow it instead.
+pub(crate) fn headless(info: &ToolInfo, key_text: &str, forced: bool, call_id: &str) -> Refusal {
+    let hint = if info.ceiling == Ceiling::Session {
+        format!(
+            "no one can approve here (headless); allow it for this run with `--grant '{key_text}'`"
+        )
+    } else if forced {
+        format!("an `ask` rule covers `{key_text}` and no one can approve here (headless); change that rule, or run where a person can answer")
+    } else {
+        format!(
+            "no one can approve here (headless); allow it for this run with `--grant '{key_text}'`, or for the project with a rule in .toolgate/policy.toml: [[rules]] key = \"{key_text}\" decision = \"allow\""
+        )
+    };
+    observe::deny(
+        &info.name,
+        call_id,
+        Stage::Ask,
+        "headless".into(),
+        format!("`{key_text}` needs approval and there is no approval surface"),
+        hint,
+    )
+}
+
+/// What an answer (`None`: the request expired) decides. Saving a grant is the caller's.
+pub(crate) fn answered(
+    answer: Option<Answer>,
+    choices: &[Answer],
+    info: &ToolInfo,
+    key_text: &str,
+    call_id: &str,
+) -> Result<Decision, Refusal> {
+    let name = info.name.as_str();
+    let user = |how: &str| Ok(Decision::allow(Stage::Ask, format!("user: {how}")));
+    match answer {
+        Some(a) if !choices.contains(&a) => {
+            if a == Answer::Project && info.ceiling == Ceiling::Session {
+                return Err(observe::ceiling_violation(
+                    name,
+                    call_id,
+                    Stage::Ask,
+                    "user".into(),
+                    false,
+                    format!("CeilingViolation: `{name}` is capped at session scope; `project` is not an answer for `{key_text}`"),
+                    "answer `once` or `session`".into(),
+                ));
+            }
+            Err(observe::deny(
+                name,
+                call_id,
+                Stage::Ask,
+                "user".into(),
+                format!("`{}` was not one of the offered answers", a.as_str()),
+                "answer with one of the offered choices".into(),
+            ))
+        }
+        Some(Answer::Once) => user("once"),
+        Some(Answer::Session) => user("session"),
+        Some(Answer::Project) => user("project"),
+        Some(Answer::Deny) => Err(observe::deny(
+            name,
+            call_id,
+            Stage::Ask,
+            "user".into(),
+            format!("the user denied `{key_text}`"),
+            "do something else, or ask the user what they want".into(),
+        )),
+        None => Err(observe::deny(
+            name,
+            call_id,
+            Stage::Ask,
+            "expired".into(),
+            format!("the approval request for `{key_text}` expired unanswered"),
+            "ask again when the user is there".into(),
+        )),
+    }
+}
+
+/// What the user is asked to approve: the tool, where, and the exact input.
+fn describe_call(info: &ToolInfo, v: &Validated) -> String {
+    let mut text = format!("{} ({} tool)", escape_name(&info.name), info.risk.as_str());
+    for (field, usage, p) in &v.paths {
+        let verb = match usage {
+            PathUse::Read => "reads",
+            PathUse::Write if p.host.exists() => "overwrites/changes",
+            PathUse::Write => "creates",
+        };
+        text.push_str(&format!("\n  {verb} {} ({field})", escape_name(&p.rel)));
+    }
+    let mut input = serde_json::to_string_pretty(&v.input).unwrap_or_default();
+    if input.len() > 4000 {
+        let mut cut = 4000;
+        while !input.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        input.truncate(cut);
+        input.push_str(
+            "\n  … (input cut for display; the approval covers the whole input by its hash)",
+        );
+    }
+    text.push_str(&format!("\ninput:\n{input}"));
+    text
+}
+
+#[cfg(test)]
+#[path = "ask_tests.rs"]
+mod tests;

@@ -1,0 +1,277 @@
+//! Stages 1–2 of the ladder: the tool exists, the input fits its schema, every path is in the
+//! scope (and is rewritten to what the guest will open); then the call's key.
+
+use super::decision::{Code, Refusal, Stage};
+use super::observe;
+use super::Gate;
+use crate::key::CallKey;
+use crate::tools::registry::{PathUse, RegisteredTool};
+use crate::tools::ToolInfo;
+use crate::workspace::{ScopedPath, Workspace};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Each path argument of a call: its field, how the tool uses it, and where it is.
+pub(crate) type Paths = Vec<(String, PathUse, ScopedPath)>;
+
+/// A call that passed stages 1–2.
+pub(crate) struct Validated {
+    pub(crate) tool: Arc<RegisteredTool>,
+    /// The input with every path rewritten to what the guest opens.
+    pub(crate) input: Value,
+    pub(crate) paths: Paths,
+}
+
+/// The built-in network tool.
+pub(crate) const FETCH_TOOL: &str = "fetch";
+
+impl Gate {
+    /// Stages 1–2 for `tool_name`: find the tool, then [`check_input`].
+    pub(crate) fn validate(
+        &self,
+        tool_name: &str,
+        input: &Value,
+        call_id: &str,
+    ) -> Result<Validated, Refusal> {
+        let Some(tool) = self.tool(tool_name) else {
+            return Err(self.no_tool(tool_name, call_id));
+        };
+        let (input, paths) =
+            check_input(&tool.info, &tool.validator, input, &self.workspace, call_id)?;
+        Ok(Validated { tool, input, paths })
+    }
+
+    /// Why there is no tool `tool_name`: a built-in that failed to load, a refused plugin, or
+    /// no such tool.
+    fn no_tool(&self, tool_name: &str, call_id: &str) -> Refusal {
+        let why = self.registry.refused(tool_name);
+        if let Some(why) = why.as_ref().filter(|_| self.registry.is_builtin(tool_name)) {
+            return observe::error(
+                tool_name,
+                call_id,
+                Stage::Tool,
+                Code::ToolUnavailable,
+                format!("the built-in tool `{tool_name}` could not be loaded: {why}"),
+                Some("delete the component cache ($TOOLGATE_CACHE_DIR, else ~/.cache/toolgate) and retry; if it fails again, reinstall toolgate".into()),
+            );
+        }
+        if let Some(why) = why {
+            return observe::error(
+                tool_name,
+                call_id,
+                Stage::Tool,
+                Code::PluginRefused,
+                format!("the plugin `{tool_name}` was refused when it was loaded: {why}"),
+                Some("`toolgate plugin list` shows every plugin and its state".into()),
+            );
+        }
+        observe::error(
+            tool_name,
+            call_id,
+            Stage::Tool,
+            Code::UnknownTool,
+            format!("there is no tool `{tool_name}`"),
+            Some(format!(
+                "available tools: {}",
+                self.visible_names().join(", ")
+            )),
+        )
+    }
+}
+
+/// The input fits the schema and every path field is in the scope: the input with each path
+/// rewritten to the guest's view, and the paths.
+pub(crate) fn check_input(
+    info: &ToolInfo,
+    validator: &jsonschema::Validator,
+    input: &Value,
+    workspace: &Workspace,
+    call_id: &str,
+) -> Result<(Value, Paths), Refusal> {
+    let tool_name = info.name.as_str();
+    if let Some(message) = schema_errors(tool_name, validator, input) {
+        return Err(observe::error_at(
+            tool_name,
+            call_id,
+            Stage::Schema,
+            Code::Schema,
+            message,
+            Some(format!(
+                "see `toolgate tools --json` for the input schema of `{tool_name}`"
+            )),
+        ));
+    }
+    let mut input = input.clone();
+    let mut paths = Vec::new();
+    for (field, usage) in &info.path_fields {
+        let Some(raw) = input.get(field).and_then(Value::as_str).map(str::to_string) else {
+            continue;
+        };
+        match workspace.scope(&raw, usage.access()) {
+            Ok(scoped) => {
+                input[field] = Value::String(scoped.guest.clone());
+                paths.push((field.clone(), *usage, scoped));
+            }
+            Err(denial) => {
+                return Err(observe::deny(
+                    tool_name,
+                    call_id,
+                    Stage::Scope,
+                    format!("path `{field}`"),
+                    denial.reason,
+                    denial.hint,
+                ));
+            }
+        }
+    }
+    Ok((input, paths))
+}
+
+/// Every schema error, one per line, each naming the field.
+fn schema_errors(tool: &str, validator: &jsonschema::Validator, input: &Value) -> Option<String> {
+    if !input.is_object() {
+        return Some(format!("the input of `{tool}` must be a JSON object"));
+    }
+    let errors: Vec<String> = validator
+        .iter_errors(input)
+        .take(5)
+        .map(|e| {
+            let at = e.instance_path.to_string();
+            let field = if at.is_empty() {
+                "input".to_string()
+            } else {
+                format!("input{}", at.replace('/', "."))
+            };
+            format!("{field}: {e}")
+        })
+        .collect();
+    (!errors.is_empty()).then(|| errors.join("\n"))
+}
+
+/// A plugin's path arguments must lie inside what it was granted: a read inside `fs_read` or
+/// `fs_write`, a write inside `fs_write`. The host checks this before anyone is asked.
+pub(crate) fn plugin_paths_granted(
+    grant: &crate::plugins::PluginGrant,
+    paths: &[(String, PathUse, ScopedPath)],
+    tool: &str,
+    call_id: &str,
+) -> Result<(), Refusal> {
+    let within = |rel: &str, roots: &[String]| {
+        roots
+            .iter()
+            .any(|r| crate::plugins::manifest::within(rel, r))
+    };
+    for (field, usage, scoped) in paths {
+        let ok = match usage {
+            PathUse::Read => {
+                within(&scoped.rel, &grant.fs_read) || within(&scoped.rel, &grant.fs_write)
+            }
+            PathUse::Write => within(&scoped.rel, &grant.fs_write),
+        };
+        if !ok {
+            let (verb, list) = match usage {
+                PathUse::Read => ("read", &grant.fs_read),
+                PathUse::Write => ("write", &grant.fs_write),
+            };
+            return Err(observe::deny(
+                tool,
+                call_id,
+                Stage::Scope,
+                format!("path `{field}`"),
+                format!(
+                    "`{}` is outside what the plugin may {verb} ({})",
+                    scoped.rel,
+                    if list.is_empty() { "nothing".to_string() } else { list.join(", ") }
+                ),
+                "pass a path inside the plugin's granted directories, or grant more in its manifest and reinstall it".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The call's key: a shell command's, a fetch's host, else the tool and its paths. `Err` when
+/// a fetch URL cannot be read.
+pub(crate) fn call_key(
+    info: &ToolInfo,
+    v: &Validated,
+    shell: Option<&crate::exec::Keyed>,
+) -> std::result::Result<CallKey, String> {
+    match shell {
+        Some(k) => Ok(k.key.clone()),
+        None if is_fetch(info) => {
+            fetch_target(&v.input).map(|(_, host, _)| CallKey::with_target(FETCH_TOOL, &host))
+        }
+        None => Ok(key_for(info, &v.paths)),
+    }
+}
+
+/// [`call_key`] as a refusal at the key stage.
+pub(crate) fn key_or_refuse(
+    info: &ToolInfo,
+    v: &Validated,
+    shell: Option<&crate::exec::Keyed>,
+    call_id: &str,
+) -> Result<CallKey, Refusal> {
+    call_key(info, v, shell).map_err(|message| {
+        observe::error(
+            &info.name,
+            call_id,
+            Stage::Key,
+            Code::BadUrl,
+            message,
+            Some("pass an absolute http:// or https:// URL".into()),
+        )
+    })
+}
+
+pub(crate) fn is_fetch(info: &ToolInfo) -> bool {
+    info.builtin && info.name == FETCH_TOOL
+}
+
+/// `(scheme, host, port)` of a fetch call's `url`, lowercased; the host is what the call is
+/// keyed on (`fetch:api.github.com`).
+pub(crate) fn fetch_target(input: &Value) -> std::result::Result<(String, String, u16), String> {
+    let url = input.get("url").and_then(Value::as_str).unwrap_or_default();
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e| format!("`url` is not a valid URL ({e}): `{url}`"))?;
+    let scheme = uri.scheme_str().unwrap_or_default().to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return Err(format!(
+            "`url` must start with http:// or https://: `{url}`"
+        ));
+    }
+    let host = uri
+        .host()
+        .map(|h| {
+            h.trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_ascii_lowercase()
+        })
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| format!("`url` has no host: `{url}`"))?;
+    let port = uri
+        .port_u16()
+        .unwrap_or(if scheme == "https" { 443 } else { 80 });
+    Ok((scheme, host, port))
+}
+
+/// The key of a call, computed from what will run: writes key on the parent directory
+/// (`write:src/`), reads on the path (`read:src/main.rs`), other tools on their name.
+pub(crate) fn key_for(info: &ToolInfo, paths: &[(String, PathUse, ScopedPath)]) -> CallKey {
+    if let Some((_, _, p)) = paths.iter().find(|(_, u, _)| *u == PathUse::Write) {
+        let parent = match p.rel.rfind('/') {
+            Some(i) => format!("{}/", &p.rel[..i]),
+            None => "./".to_string(),
+        };
+        return CallKey::with_target(&info.name, &parent);
+    }
+    if let Some((_, _, p)) = paths.first() {
+        return CallKey::with_target(&info.name, &p.rel);
+    }
+    if info.path_fields.iter().any(|(_, u)| *u == PathUse::Read) {
+        return CallKey::with_target(&info.name, ".");
+    }
+    CallKey::tool(&info.name)
+}
