@@ -13,6 +13,8 @@ pub mod approval;
 mod ask;
 mod decision;
 pub mod explain;
+#[cfg(test)]
+mod fake;
 mod grants;
 mod hook_stage;
 pub mod hooks;

@@ -275,3 +275,7 @@ pub(crate) fn key_for(info: &ToolInfo, paths: &[(String, PathUse, ScopedPath)]) 
     }
     CallKey::tool(&info.name)
 }
+
+#[cfg(test)]
+#[path = "validate_tests.rs"]
+mod tests;
