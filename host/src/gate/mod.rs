@@ -1,9 +1,9 @@
 //! The gate: one call, top to bottom. Validate the input and check every path's scope
-//! ([`validate`]), walk the permission ladder — the mode ([`mode`]), the rules ([`rules`]), the
-//! hooks ([`hook_stage`]), read-before-write ([`staleness`]), no-permission tools, the project
-//! and session allowlists with the ceiling ([`grants`]), ask ([`ask`]) — then build the call's
-//! capabilities and run the component ([`run`]). Every refusal is an observation built in
-//! [`observe`], and every step is audited with its [`decision::Stage`].
+//! (`validate.rs`), walk the permission ladder — the mode (`mode.rs`), the rules (`rules.rs`), the
+//! hooks (`hook_stage.rs`), read-before-write (`staleness.rs`), no-permission tools, the project
+//! and session allowlists with the ceiling (`grants.rs`), ask (`ask.rs`) — then build the call's
+//! capabilities and run the component (`run.rs`). Every refusal is an observation built in
+//! `observe.rs`, and every step is audited with its `Stage` (`decision.rs`).
 
 // The `Err` side of the ladder's stages is the observation that ends a call: built once, on the
 // cold path, so its size does not matter.
