@@ -817,4 +817,14 @@ mod tests {
             assert_eq!(hex::encode(Sha256::digest(bytes)), *digest, "{name}");
         }
     }
+
+    #[test]
+    fn the_builtin_enum_names_every_builtin() {
+        let names: Vec<&str> = BUILTINS.iter().map(|(name, _)| *name).collect();
+        let kinds: Vec<&str> = crate::tools::Builtin::ALL
+            .iter()
+            .map(|b| b.as_str())
+            .collect();
+        assert_eq!(names, kinds);
+    }
 }
