@@ -124,7 +124,7 @@ impl Gate {
         // FIFO, device or socket is refused here, before the guest waits on it; a directory or
         // a missing file is the guest's to answer.
         let mut read_stamp = None;
-        if p.tool.info.builtin && name == "read" {
+        if p.tool.info.builtin_kind() == Some(crate::tools::Builtin::Read) {
             if let Some((_, _, s)) = p.paths.iter().find(|(_, u, _)| *u == PathUse::Read) {
                 match FileStamp::stamp(&s.host, limits.stamp_bytes) {
                     Ok(stamp) => read_stamp = Some((s.host.clone(), stamp)),

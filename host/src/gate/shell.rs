@@ -14,7 +14,7 @@ use std::time::Duration;
 impl Gate {
     /// For the built-in shell: the command keyed from what will run.
     pub(crate) fn shell_command(&self, info: &ToolInfo, v: &Validated) -> Option<Keyed> {
-        if !(info.builtin && info.name == crate::exec::SHELL_TOOL) {
+        if info.builtin_kind() != Some(crate::tools::Builtin::Shell) {
             return None;
         }
         let text = shell_text(&v.input);
@@ -30,7 +30,7 @@ impl Gate {
         shell: Option<&Keyed>,
     ) -> bool {
         shell.is_some_and(|k| k.class == Class::ReadOnly && args_in_scope(&self.workspace, v, k))
-            || (info.builtin && crate::exec::JOB_TOOLS.contains(&info.name.as_str()))
+            || info.builtin_kind().is_some_and(|b| b.is_job_tool())
     }
 
     /// The command the exec capability may run for this call (the shell only).

@@ -226,7 +226,7 @@ pub(crate) fn key_or_refuse(
 }
 
 pub(crate) fn is_fetch(info: &ToolInfo) -> bool {
-    info.builtin && info.name == FETCH_TOOL
+    info.builtin_kind() == Some(crate::tools::Builtin::Fetch)
 }
 
 /// `(scheme, host, port)` of a fetch call's `url`, lowercased; the host is what the call is
