@@ -189,7 +189,10 @@ fn watch(guests: &Path, wit: &Path) {
     watch_crates(guests);
     // The walk rules shared with the host (a path dependency of the guest SDK).
     let rules = guests.join("..").join("walk-rules");
-    println!("cargo:rerun-if-changed={}", rules.join("Cargo.toml").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        rules.join("Cargo.toml").display()
+    );
     println!("cargo:rerun-if-changed={}", rules.join("src").display());
     // Example plugins live one level down, in guest-tools/examples/<name>.
     watch_crates(&guests.join("examples"));

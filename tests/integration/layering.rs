@@ -38,6 +38,23 @@ const LAYERS: &[(&str, u8)] = &[
     ("userdirs", 1),
 ];
 
+/// What is not done yet, listed so the test guards it: a file here may not grow past its
+/// size, a cycle here may stay; anything new fails. An entry that is fixed must leave the
+/// list (the test says so).
+struct Known {
+    /// `(file under host/src, lines)`: files still to be split.
+    large: &'static [(&'static str, usize)],
+    /// `"parent: a ↔ b"` (nodes sorted): cycles still to be broken.
+    cycles: &'static [&'static str],
+}
+
+/// The files and cycles of host/src that are still to be reorganised (issue #16 is open on
+/// them; docs/architecture.md says how each is to be split).
+const KNOWN: Known = Known {
+    large: &[],
+    cycles: &[],
+};
+
 /// One module's source with its test code removed.
 struct Source {
     /// `["sandbox", "walk"]` for `sandbox/walk.rs` (and for `sandbox/walk/mod.rs`).
@@ -81,7 +98,10 @@ fn load(root: &Path) -> Vec<Source> {
             } else if path.extension().is_some_and(|e| e == "rs") {
                 let text = std::fs::read_to_string(&path)
                     .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-                let rel = path.strip_prefix(root).expect("below the root").to_path_buf();
+                let rel = path
+                    .strip_prefix(root)
+                    .expect("below the root")
+                    .to_path_buf();
                 let code = if is_test_file(&rel) {
                     String::new()
                 } else {
@@ -173,7 +193,8 @@ fn references(code: &str, module: &[String]) -> Vec<Vec<String>> {
     let b = code.as_bytes();
     for (prefix, relative) in [("crate::", false), ("toolgate::", false), ("super::", true)] {
         for (at, _) in code.match_indices(prefix) {
-            if at > 0 && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_' || b[at - 1] == b':')
+            if at > 0
+                && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_' || b[at - 1] == b':')
             {
                 continue;
             }
@@ -236,7 +257,7 @@ fn parse_path(text: &str, base: Vec<String>, out: &mut Vec<Vec<String>>) -> usiz
 }
 
 /// What the checker found wrong, one line each.
-fn check(root: &Path) -> Vec<String> {
+fn check(root: &Path, known: &Known) -> Vec<String> {
     let sources = load(root);
     let modules: BTreeSet<Vec<String>> = sources.iter().map(|s| s.module.clone()).collect();
     let layer = |top: &str| LAYERS.iter().find(|(m, _)| *m == top).map(|(_, l)| *l);
@@ -244,12 +265,23 @@ fn check(root: &Path) -> Vec<String> {
     // Sibling edges, per parent module: (from child, to child) -> an example file.
     let mut edges: BTreeMap<Vec<String>, BTreeMap<(String, String), String>> = BTreeMap::new();
     for s in &sources {
-        if s.lines > MAX_LINES {
-            problems.push(format!(
-                "{} has {} lines, more than {MAX_LINES}: split it by theme",
-                s.file.display(),
+        let file = s.file.display().to_string();
+        match known.large.iter().find(|(f, _)| *f == file) {
+            Some((_, was)) if s.lines > *was => problems.push(format!(
+                "{file} has {} lines; it is still to be split and may not grow past {was}",
                 s.lines
-            ));
+            )),
+            Some(_) if s.lines <= MAX_LINES => problems.push(format!(
+                "{file} has {} lines now: remove it from KNOWN.large in {}",
+                s.lines,
+                file!()
+            )),
+            Some(_) => {}
+            None if s.lines > MAX_LINES => problems.push(format!(
+                "{file} has {} lines, more than {MAX_LINES}: split it by theme",
+                s.lines
+            )),
+            None => {}
         }
         if let Some(top) = s.module.first() {
             if layer(top).is_none() {
@@ -299,6 +331,7 @@ fn check(root: &Path) -> Vec<String> {
             }
         }
     }
+    let mut seen_known = BTreeSet::new();
     for (parent, graph) in &edges {
         for cycle in cycles(graph) {
             let at = if parent.is_empty() {
@@ -306,11 +339,41 @@ fn check(root: &Path) -> Vec<String> {
             } else {
                 parent.join("::")
             };
+            let mut nodes: Vec<&String> =
+                cycle.iter().collect::<BTreeSet<_>>().into_iter().collect();
+            nodes.sort();
+            let name = format!(
+                "{at}: {}",
+                nodes
+                    .iter()
+                    .map(|n| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ↔ ")
+            );
+            if known.cycles.contains(&name.as_str()) {
+                seen_known.insert(name);
+                continue;
+            }
             let files: Vec<String> = cycle
                 .windows(2)
-                .map(|w| format!("{} → {} in {}", w[0], w[1], graph[&(w[0].clone(), w[1].clone())]))
+                .map(|w| {
+                    format!(
+                        "{} → {} in {}",
+                        w[0],
+                        w[1],
+                        graph[&(w[0].clone(), w[1].clone())]
+                    )
+                })
                 .collect();
             problems.push(format!("import cycle in {at}: {}", files.join("; ")));
+        }
+    }
+    for c in known.cycles {
+        if !seen_known.contains(*c) {
+            problems.push(format!(
+                "the cycle `{c}` is gone: remove it from KNOWN.cycles in {}",
+                file!()
+            ));
         }
     }
     problems.sort();
@@ -387,28 +450,47 @@ fn the_checker_finds_a_cycle_an_upward_import_and_a_long_file() {
         "mod audit;\nmod reads;\nuse crate::gate::Gate;\n#[cfg(test)]\nmod tests {\n    use crate::gate::Other;\n}\n",
     );
     // audit ↔ reads: a sibling cycle, one side through a brace group.
-    w("state/audit.rs", "use crate::{error::E, state::reads::Stamp};\n");
-    w("state/reads.rs", "use super::audit::Event;\n// crate::gate::Gate in a comment\n");
+    w(
+        "state/audit.rs",
+        "use crate::{error::E, state::reads::Stamp};\n",
+    );
+    w(
+        "state/reads.rs",
+        "use super::audit::Event;\n// crate::gate::Gate in a comment\n",
+    );
     w("gate/mod.rs", &"fn f() {}\n".repeat(MAX_LINES + 1));
-    let problems = check(d.path());
+    let problems = check(
+        d.path(),
+        &Known {
+            large: &[],
+            cycles: &[],
+        },
+    );
     let text = problems.join("\n");
     assert!(
-        problems.iter().any(|p| p.contains("`state` (layer 2) uses `gate` (layer 5)")),
+        problems
+            .iter()
+            .any(|p| p.contains("`state` (layer 2) uses `gate` (layer 5)")),
         "{text}"
     );
     assert!(
         problems
             .iter()
-            .any(|p| p.starts_with("import cycle in state: ") && p.contains("audit") && p.contains("reads")),
+            .any(|p| p.starts_with("import cycle in state: ")
+                && p.contains("audit")
+                && p.contains("reads")),
         "{text}"
     );
-    assert!(problems.iter().any(|p| p.contains("gate/mod.rs has")), "{text}");
+    assert!(
+        problems.iter().any(|p| p.contains("gate/mod.rs has")),
+        "{text}"
+    );
     assert_eq!(problems.len(), 3, "{text}");
 }
 
 #[test]
 fn host_src_imports_point_down_without_cycles_and_files_stay_small() {
-    let problems = check(&host_src());
+    let problems = check(&host_src(), &KNOWN);
     assert!(
         problems.is_empty(),
         "the structure of host/src (see docs/architecture.md):\n{}",
@@ -421,7 +503,10 @@ fn lib_rs_names_every_module_in_one_line() {
     let lib = std::fs::read_to_string(host_src().join("lib.rs")).expect("lib.rs");
     let mut missing = Vec::new();
     for line in lib.lines() {
-        if let Some(name) = line.strip_prefix("pub mod ").and_then(|l| l.strip_suffix(';')) {
+        if let Some(name) = line
+            .strip_prefix("pub mod ")
+            .and_then(|l| l.strip_suffix(';'))
+        {
             if !lib.contains(&format!("//! - [`{name}`]: ")) {
                 missing.push(name.to_string());
             }
@@ -432,4 +517,54 @@ fn lib_rs_names_every_module_in_one_line() {
         "lib.rs has no `//! - [`name`]: …` line for: {}",
         missing.join(", ")
     );
+}
+
+#[test]
+fn known_debts_may_stay_but_not_grow_and_must_leave_the_list_when_paid() {
+    let d = tempfile::tempdir().expect("a temp dir");
+    let w = |rel: &str, text: &str| {
+        let p = d.path().join(rel);
+        std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    };
+    w("lib.rs", "pub mod state;\n");
+    w(
+        "state/mod.rs",
+        "mod audit;\nmod reads;\nmod big;\nmod small;\n",
+    );
+    w("state/audit.rs", "use super::reads::Stamp;\n");
+    w("state/reads.rs", "use super::audit::Event;\n");
+    w("state/big.rs", &"fn f() {}\n".repeat(700));
+    w("state/small.rs", "fn f() {}\n");
+    let problems = check(
+        d.path(),
+        &Known {
+            large: &[("state/big.rs", 650), ("state/small.rs", 900)],
+            cycles: &["state: audit ↔ reads", "state: big ↔ small"],
+        },
+    );
+    let text = problems.join("\n");
+    assert!(
+        problems.iter().any(|p| p.contains(
+            "state/big.rs has 700 lines; it is still to be split and may not grow past 650"
+        )),
+        "{text}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("state/small.rs has 1 lines now: remove it")),
+        "{text}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("the cycle `state: big ↔ small` is gone")),
+        "{text}"
+    );
+    assert!(
+        !text.contains("import cycle"),
+        "a known cycle is not reported: {text}"
+    );
+    assert_eq!(problems.len(), 3, "{text}");
 }

@@ -3,8 +3,8 @@
 //! its own process group; a timeout kills the whole group; output is kept with exact totals
 //! and previewed head + tail, the full text saved under `.toolgate/outputs/`.
 
-use super::{confine, ApprovedCommand, ExecHost, Outcome, Plan};
 use super::process::kill_group;
+use super::{confine, ApprovedCommand, ExecHost, Outcome, Plan};
 use crate::text::cut_head_tail;
 use crate::workspace::OUTPUTS_DIR;
 use serde_json::json;
