@@ -51,6 +51,7 @@
 pub mod elicit;
 pub mod http;
 pub mod mrtr;
+mod private_file;
 
 use crate::cancel::CancelToken;
 use crate::gate::approval::{ApprovalRequest, Approver};

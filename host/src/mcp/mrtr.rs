@@ -108,7 +108,7 @@ impl StateKey {
     /// The key in `path`: a private file (mode 0600, yours, not a symlink) whose first line
     /// holds at least 32 visible characters (e.g. `openssl rand -hex 32 > FILE`).
     pub fn from_file(path: &Path) -> anyhow::Result<StateKey> {
-        let text = super::http::read_private_file(path, "request-state key file")?;
+        let text = super::private_file::read_private_file(path, "request-state key file")?;
         let line = text
             .lines()
             .map(str::trim)

@@ -302,7 +302,7 @@ pub(crate) enum AuditMsg {
     /// Rows to append.
     Rows(Vec<AuditRow>),
     /// A read record to store (see `StateDb::record_read`).
-    Read(super::reads::ReadRow),
+    Read(super::read_rows::ReadRow),
     /// Reply once everything before this is written.
     Flush(mpsc::Sender<()>),
 }
@@ -314,7 +314,7 @@ const BATCH: usize = 512;
 /// when every sender is dropped, after writing what it was sent.
 pub(crate) fn start_writer(
     path: &Path,
-    pending_reads: super::reads::PendingReads,
+    pending_reads: super::read_rows::PendingReads,
 ) -> std::io::Result<(mpsc::Sender<AuditMsg>, std::thread::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel::<AuditMsg>();
     let path = path.to_path_buf();
@@ -354,7 +354,7 @@ pub(crate) fn start_writer(
                     }
                 }
                 if !reads.is_empty() {
-                    match super::reads::write_reads(&mut conn, &reads) {
+                    match super::read_rows::write_reads(&mut conn, &reads) {
                         Ok(()) => pending_reads.settle(&reads),
                         // They stay pending: this process keeps seeing them.
                         Err(e) => {

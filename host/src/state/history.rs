@@ -6,9 +6,7 @@ use crate::error::Result;
 use rusqlite::OptionalExtension;
 use std::path::Path;
 
-/// Files larger than this keep only their hash in history, not their content (nor do files
-/// over `[limits] stamp_bytes`, whichever is smaller).
-pub const MAX_HISTORY_CONTENT: usize = 8 << 20;
+pub use super::MAX_HISTORY_CONTENT;
 
 /// One stored version of a file.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,12 +4,17 @@
 mod audit;
 mod history;
 pub mod keyring;
+mod read_rows;
 mod reads;
 pub mod redact;
 mod session_grants;
 
 pub use audit::{redact, AuditEvent, AuditQuery};
 pub use history::FileVersion;
+
+/// Files larger than this keep only their hash in history, not their content (nor do files
+/// over `[limits] stamp_bytes`, whichever is smaller).
+pub const MAX_HISTORY_CONTENT: usize = 8 << 20;
 pub use reads::{FileStamp, DEFAULT_STAMP_BYTES};
 
 use crate::error::{Error, Result};
@@ -76,7 +81,7 @@ pub struct StateDb {
     /// Read records of this process not yet in the database, by (session, path): the writer
     /// thread removes each once its row is committed, so the database stays the authority
     /// (a newer read or a `session forget` by another process is seen at once).
-    pending_reads: reads::PendingReads,
+    pending_reads: read_rows::PendingReads,
     /// Signs and verifies session grants (a shipped `state.db` grants nothing).
     grant_signer: session_grants::Signer,
 }
@@ -126,7 +131,7 @@ impl StateDb {
             .map_err(|e| state_err(path, e))?;
         conn.execute_batch(SCHEMA).map_err(|e| state_err(path, e))?;
         session_grants::migrate(&conn).map_err(|e| state_err(path, e))?;
-        let pending_reads = reads::PendingReads::default();
+        let pending_reads = read_rows::PendingReads::default();
         let (writer, handle) =
             audit::start_writer(path, pending_reads.clone()).map_err(|e| Error::io(path, e))?;
         Ok(StateDb {

@@ -1,14 +1,13 @@
 //! Read records: what a session has read, so writes can refuse files it has not seen or that
 //! changed since.
 
+use super::read_rows::{write_reads, ReadRow};
 use super::{now_ms, StateDb};
 use crate::error::Result;
 use crate::fsutil::{open_regular, OpenError};
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
 use std::io::Read as _;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The default of the policy's `[limits] stamp_bytes`: files up to this size are stamped by
 /// their content.
@@ -121,7 +120,7 @@ impl FileStamp {
         path: &Path,
         stamp_bytes: u64,
     ) -> Result<(FileStamp, Option<Vec<u8>>), OpenError> {
-        let keep = u64::try_from(super::history::MAX_HISTORY_CONTENT).unwrap_or(u64::MAX);
+        let keep = u64::try_from(super::MAX_HISTORY_CONTENT).unwrap_or(u64::MAX);
         Self::with_content(path, stamp_bytes, keep)
     }
 
@@ -164,64 +163,6 @@ fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
         .unwrap_or(0)
-}
-
-/// Read records on their way to the database, by (session, path).
-#[derive(Clone, Default)]
-pub(crate) struct PendingReads(Arc<Mutex<HashMap<(String, String), FileStamp>>>);
-
-impl PendingReads {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, HashMap<(String, String), FileStamp>> {
-        // Every update is one insert or remove: a poisoned map is still consistent.
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Forget the records of `rows`, now committed, unless a newer read replaced them.
-    pub(crate) fn settle(&self, rows: &[ReadRow]) {
-        let mut pending = self.lock();
-        for r in rows {
-            let key = (r.session.clone(), r.path.clone());
-            if pending.get(&key) == Some(&r.stamp) {
-                pending.remove(&key);
-            }
-        }
-    }
-}
-
-/// One read record on its way to the database.
-pub(crate) struct ReadRow {
-    session: String,
-    path: String,
-    stamp: FileStamp,
-    at_ms: i64,
-}
-
-/// Store read records in one transaction (the writer thread, or the caller when it is gone).
-pub(crate) fn write_reads(
-    conn: &mut rusqlite::Connection,
-    rows: &[ReadRow],
-) -> rusqlite::Result<()> {
-    let tx = conn.transaction()?;
-    {
-        let mut stmt = tx.prepare_cached(
-            "INSERT INTO reads (session, path, mtime_ns, size, sha256, at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-             ON CONFLICT (session, path) DO UPDATE SET
-               mtime_ns = excluded.mtime_ns, size = excluded.size,
-               sha256 = excluded.sha256, at_ms = excluded.at_ms",
-        )?;
-        for r in rows {
-            stmt.execute(rusqlite::params![
-                r.session,
-                r.path,
-                r.stamp.mtime_ns,
-                r.stamp.size,
-                r.stamp.sha256,
-                r.at_ms
-            ])?;
-        }
-    }
-    tx.commit()
 }
 
 impl StateDb {
