@@ -3,6 +3,7 @@
 
 mod cache;
 mod fsguard;
+mod limiter;
 mod limits;
 pub mod net;
 mod read_ahead;
@@ -24,10 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::{HasData, Linker, ResourceTable};
-use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimits,
-    StoreLimitsBuilder, Trap,
-};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The WIT bindings of the `toolgate:tool` world, version 0.1.0.
@@ -79,7 +77,8 @@ impl std::error::Error for Cancelled {}
 pub(crate) struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
-    limits: StoreLimits,
+    /// The memory and table limits, and which one a refused growth hit.
+    limits: limiter::CallLimiter,
     /// The deny-list inside the preopens, and the paths of the guest's directory descriptors.
     fsguard: fsguard::FsGuard,
     /// What this call may do with the host exec capability (`None`: nothing).
@@ -179,6 +178,14 @@ pub enum GuestResult {
     Output(wit::Output),
     /// The tool reported a structured error.
     ToolError(wit::ToolError),
+}
+
+/// What one call returned, with what the host refused along the way.
+pub struct CallReport {
+    /// What the guest returned.
+    pub result: GuestResult,
+    /// The network requests the host refused during the call, in words (at most 32).
+    pub net_refusals: Vec<String>,
 }
 
 /// The engine and linker shared by every call.
@@ -325,10 +332,10 @@ impl Sandbox {
             .pre
             .instantiate_async(&mut store)
             .await
-            .map_err(|e| classify(e, limits))?;
+            .map_err(|e| classify(e, limits, store.data().limits.hit))?;
         tool.call_describe(&mut store)
             .await
-            .map_err(|e| classify(e, limits))
+            .map_err(|e| classify(e, limits, store.data().limits.hit))
     }
 
     /// Run one call in a fresh store with exactly `caps`, under `limits`.
@@ -341,18 +348,35 @@ impl Sandbox {
         context: &wit::CallContext,
         cancel: &CancelToken,
     ) -> Result<GuestResult> {
+        Ok(self
+            .call_report(loaded, caps, limits, input, context, cancel)
+            .await?
+            .result)
+    }
+
+    /// [`Sandbox::call`], with the network refusals of the call returned by value.
+    pub async fn call_report(
+        &self,
+        loaded: &Loaded,
+        caps: &Capabilities,
+        limits: &Limits,
+        input: &str,
+        context: &wit::CallContext,
+        cancel: &CancelToken,
+    ) -> Result<CallReport> {
         let mut store = self.store(caps, limits, cancel.clone())?;
         let tool = loaded
             .pre
             .instantiate_async(&mut store)
             .await
-            .map_err(|e| classify(e, limits))?;
+            .map_err(|e| classify(e, limits, store.data().limits.hit))?;
         let result = tool
             .call_call(&mut store, input, context)
             .await
-            .map_err(|e| classify(e, limits))?;
+            .map_err(|e| classify(e, limits, store.data().limits.hit))?;
         let cut = store.data().walk.ignore_files_cut();
-        Ok(match result {
+        let net_refusals = store.data().net.refusals();
+        let result = match result {
             Ok(mut output) => {
                 if !cut.is_empty() {
                     output.data = with_ignore_files_cut(&output.data, cut);
@@ -370,6 +394,10 @@ impl Sandbox {
                 GuestResult::Output(output)
             }
             Err(error) => GuestResult::ToolError(error),
+        };
+        Ok(CallReport {
+            result,
+            net_refusals,
         })
     }
 
@@ -380,16 +408,12 @@ impl Sandbox {
         cancel: CancelToken,
     ) -> Result<Store<CallState>> {
         let wasi = caps.build_ctx()?;
-        let store_limits = StoreLimitsBuilder::new()
-            .memory_size(limits.max_memory_bytes)
-            .trap_on_grow_failure(true)
-            .build();
         let mut store = Store::new(
             &self.engine,
             CallState {
                 wasi,
                 table: ResourceTable::new(),
-                limits: store_limits,
+                limits: limiter::CallLimiter::new(limits.max_memory_bytes),
                 fsguard: fsguard::FsGuard::new(caps.deny.clone()),
                 exec: caps.exec.clone(),
                 http: wasmtime_wasi_http::WasiHttpCtx::new(),
@@ -562,7 +586,8 @@ pub struct SandboxOptions {
 }
 
 /// Turn a wasmtime error into the limit it hit, or a trap with the guest's reason.
-fn classify(error: wasmtime::Error, limits: &Limits) -> Error {
+/// `hit`: the limit the store's limiter refused a growth for, if any.
+fn classify(error: wasmtime::Error, limits: &Limits, hit: Option<Limit>) -> Error {
     if error.downcast_ref::<Cancelled>().is_some() {
         return Error::Cancelled {
             message: "the client cancelled the call and the tool was interrupted".to_string(),
@@ -589,16 +614,26 @@ fn classify(error: wasmtime::Error, limits: &Limits) -> Error {
             _ => {}
         }
     }
-    let text = format!("{error:#}");
-    if text.contains("growing memory") || text.contains("memory minimum size") {
-        return Error::Limit {
-            limit: Limit::Memory,
-            message: format!(
-                "the tool tried to use more than its {} byte memory limit and was stopped",
-                limits.max_memory_bytes
-            ),
-        };
+    match hit {
+        Some(Limit::Memory) => {
+            return Error::Limit {
+                limit: Limit::Memory,
+                message: format!(
+                    "the tool tried to use more than its {} byte memory limit and was stopped",
+                    limits.max_memory_bytes
+                ),
+            }
+        }
+        Some(Limit::Table) => {
+            return Error::Limit {
+                limit: Limit::Table,
+                message: "the tool tried to grow a table past its maximum and was stopped"
+                    .to_string(),
+            }
+        }
+        _ => {}
     }
+    let text = format!("{error:#}");
     // A Rust guest keeps its stack at the bottom of linear memory, growing down: overflowing it
     // wraps the stack pointer past zero, which faults at an address of 4 GiB or more.
     if fault_address(&text).is_some_and(|a| a >= 1 << 32) {

@@ -460,6 +460,16 @@ type SendResult = Result<
     HttpError,
 >;
 
+impl NetHooks {
+    /// What the host refused during this call so far (nothing is allocated when nothing was).
+    pub(crate) fn refusals(&self) -> Vec<String> {
+        self.grant
+            .as_ref()
+            .and_then(|g| g.refusals.lock().ok().map(|r| r.clone()))
+            .unwrap_or_default()
+    }
+}
+
 impl WasiHttpHooks for NetHooks {
     fn send_request(
         &mut self,
