@@ -26,7 +26,6 @@
 //! the reader (or the store, when the call ends in any way) stops every thread at its next file.
 
 use super::fsguard::FsDeny;
-use toolgate_walk_rules::Include;
 use super::walk::{Found, WalkOptions, Walker};
 use crate::cancel::CancelToken;
 use crate::workspace::LinkSnapshot;
@@ -36,6 +35,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
+use toolgate_walk_rules::Include;
 use wasmtime::component::Resource;
 
 /// The WIT bindings of `toolgate:search@0.1.0` and `@0.2.0`.

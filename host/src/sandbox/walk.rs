@@ -1090,7 +1090,6 @@ fn display_rel(rel: &str) -> &str {
     }
 }
 
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
