@@ -51,8 +51,26 @@ struct Known {
 /// The files and cycles of host/src that are still to be reorganised (issue #16 is open on
 /// them; docs/architecture.md says how each is to be split).
 const KNOWN: Known = Known {
-    large: &[],
-    cycles: &[],
+    large: &[
+        ("cli/mod.rs", 1108),
+        ("exec/confine.rs", 1860),
+        ("exec/option_tables.rs", 2223),
+        ("exec/policy.rs", 3070),
+        ("exec/run.rs", 753),
+        ("mcp/http.rs", 1118),
+        ("mcp/mod.rs", 1156),
+        ("plugins/mod.rs", 611),
+        ("policy/mod.rs", 1262),
+        ("sandbox/fsguard.rs", 2151),
+        ("sandbox/mod.rs", 661),
+        ("sandbox/net.rs", 889),
+        ("sandbox/read_ahead.rs", 1003),
+        ("sandbox/walk.rs", 1484),
+        ("state/redact.rs", 935),
+        ("tools/registry.rs", 830),
+        ("workspace/view.rs", 1539),
+    ],
+    cycles: &["host/src: plugins ↔ tools", "sandbox: fsguard ↔ wasi"],
 };
 
 /// One module's source with its test code removed.
@@ -151,7 +169,8 @@ fn strip_tests(text: &str) -> String {
     let mut out = String::new();
     let mut i = 0;
     while i < lines.len() {
-        if lines[i].trim() != "#[cfg(test)]" {
+        let t = lines[i].trim();
+        if t != "#[cfg(test)]" && !t.starts_with("#[cfg(all(test,") {
             out.push_str(lines[i]);
             out.push('\n');
             i += 1;
