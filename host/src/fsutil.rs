@@ -248,6 +248,11 @@ pub fn plain_error(e: &std::io::Error) -> String {
     }
 }
 
+/// Create the directories of `path` below `root` (both host paths; `path` is the scope's
+/// resolved path, so no symlink is expected on the way), without following a symlink at any
+/// step: each component is made with `mkdirat` in the directory descriptor opened just
+/// before, then opened with `O_NOFOLLOW | O_DIRECTORY`. A component swapped for a symlink
+/// after the scope check (`sub -> .toolgate`) fails the call instead of creating anything
 /// where the link points. `create_dir_all` would follow it.
 #[cfg(target_os = "linux")]
 pub fn create_dirs_beneath(root: &Path, path: &Path) -> std::io::Result<()> {

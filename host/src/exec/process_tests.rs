@@ -1,4 +1,5 @@
 //! Tests of the process-group kill.
+#![allow(clippy::expect_used)]
 
 use super::*;
 

@@ -34,8 +34,7 @@ async fn a_memory_over_the_limit_is_classified_from_the_record() {
     let module = wasmtime::Module::new(&sandbox.engine, MEMORY_OF_32_PAGES).unwrap();
     let error = wasmtime::Instance::new_async(&mut store, &module, &[])
         .await
-        .err()
-        .expect("a 2 MiB memory under a 1 MiB limit is refused");
+        .expect_err("a 2 MiB memory under a 1 MiB limit is refused");
     assert_eq!(store.data().limits.hit, Some(Limit::Memory));
     match classify(error, &limits, store.data().limits.hit) {
         Error::Limit { limit, message } => {

@@ -87,12 +87,6 @@ pub fn write_state_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomic(path, bytes)
 }
 
-/// Create the directories of `path` below `root` (both host paths; `path` is the scope's
-/// resolved path, so no symlink is expected on the way), without following a symlink at any
-/// step: each component is made with `mkdirat` in the directory descriptor opened just
-/// before, then opened with `O_NOFOLLOW | O_DIRECTORY`. A component swapped for a symlink
-/// after the scope check (`sub -> .toolgate`) fails the call instead of creating anything
-
 /// Refuse a host state file (the state database and its `-wal`/`-shm` companions) that exists
 /// as anything but a regular file with one name: a symlink, directory, FIFO or device, or a
 /// hard link whose other name may be a file outside the workspace.
