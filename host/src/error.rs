@@ -109,6 +109,17 @@ impl Limit {
     }
 }
 
+impl Limit {
+    /// The `[limits]` key that raises it, when the policy has one (the stack and the tables
+    /// grow only with the tool's own memory use: no key raises them).
+    pub fn policy_key(self) -> Option<&'static str> {
+        match self {
+            Limit::Timeout | Limit::Memory | Limit::ResultBytes => Some(self.as_str()),
+            Limit::Stack | Limit::Table => None,
+        }
+    }
+}
+
 impl std::fmt::Display for Limit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

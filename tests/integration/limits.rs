@@ -85,6 +85,12 @@ async fn unbounded_recursion_hits_the_stack_limit() {
         o.reason.as_deref(),
         Some("the tool overflowed its stack (unbounded recursion?) and was stopped")
     );
+    // No policy key raises the stack: the hint must not send the user to one.
+    let hint = o.hint.as_deref().unwrap_or_default();
+    assert!(
+        hint.contains("no policy key raises it") && !hint.contains("limits."),
+        "{hint}"
+    );
     still_serves(&gate).await;
 }
 

@@ -125,7 +125,10 @@ pub(crate) fn limit_or_crash(name: &str, call_id: &str, e: Error) -> Observation
                 call_id,
                 Code::Limit,
                 message,
-                Some(format!("the `{limit}` limit stopped the tool; narrow the request, or raise `limits.{limit}` in .toolgate/policy.toml if it is legitimate")),
+                Some(match limit.policy_key() {
+                    Some(key) => format!("the `{limit}` limit stopped the tool; narrow the request, or raise `limits.{key}` in .toolgate/policy.toml if it is legitimate"),
+                    None => format!("the tool hit its `{limit}` limit (no policy key raises it); narrow the request, or report it to the tool's author"),
+                }),
             );
             o.data = json!({ "limit": limit.as_str() });
             o
