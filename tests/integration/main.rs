@@ -47,3 +47,9 @@ mod telemetry;
 
 // Structure (issue #16): imports point one way, no cycles, files stay small.
 mod layering;
+
+// The person beside the agent (issue #17): history and undo, approvals that show the
+// change, a readable audit.
+mod approval_diff;
+mod audit_cli;
+mod history;

@@ -13,9 +13,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use toolgate::gate::approval::Approver;
 use toolgate::policy::{Mode, PolicySource};
-use toolgate::state::AuditQuery;
 use toolgate::{Gate, GateOptions, Status};
 
+mod audit;
 mod prompt;
 mod scaffold;
 
@@ -150,27 +150,8 @@ enum Command {
         #[command(subcommand)]
         command: PluginCommand,
     },
-    /// Show audit events (oldest first).
-    Audit {
-        /// Only this tool.
-        #[arg(long)]
-        tool: Option<String>,
-        /// Only calls with this decision (`allow`, `deny`, `error`).
-        #[arg(long)]
-        decision: Option<String>,
-        /// Only events newer than this many seconds.
-        #[arg(long, value_name = "SECONDS")]
-        since: Option<i64>,
-        /// Only this call (an observation's `audit_id`).
-        #[arg(long)]
-        call: Option<String>,
-        /// At most this many events (the newest).
-        #[arg(long)]
-        limit: Option<usize>,
-        /// Print JSON lines.
-        #[arg(long)]
-        json: bool,
-    },
+    /// Show the audit trail: one line per call, or JSON lines.
+    Audit(audit::AuditArgs),
 }
 
 #[derive(Subcommand)]
@@ -660,39 +641,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             println!("forgot session `{}` ({n} read records)", cli.session);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Audit {
-            tool,
-            decision,
-            since,
-            call,
-            limit,
-            json,
-        } => {
-            let ws = toolgate::workspace::Workspace::new(&root, &[])?;
-            let db = toolgate::state::StateDb::open(
-                &ws.state_dir().join(toolgate::workspace::layout::STATE_DB),
-            )?;
-            let query = AuditQuery {
-                tool,
-                decision,
-                since_ms: since.map(|s| toolgate::state::now_ms() - s * 1000),
-                call_id: call,
-                limit,
-            };
-            let mut out = std::io::stdout().lock();
-            for e in db.audit_events(&query)? {
-                if json {
-                    writeln!(out, "{}", serde_json::to_string(&e)?)?;
-                } else {
-                    writeln!(
-                        out,
-                        "{} {} {:<9} {:<10} {}",
-                        e.at_ms, e.call_id, e.event, e.tool, e.detail
-                    )?;
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Audit(args) => audit::run(&root, args),
     }
 }
 

@@ -1,0 +1,1 @@
+//! Issue #17: see docs/decisions.md.
