@@ -2,6 +2,7 @@
 //! records for read-before-write, and file history.
 
 mod audit;
+mod audit_calls;
 mod history;
 pub mod keyring;
 mod read_rows;
@@ -10,6 +11,7 @@ pub mod redact;
 mod session_grants;
 
 pub use audit::{redact, AuditEvent, AuditQuery};
+pub use audit_calls::AuditCall;
 pub use history::FileVersion;
 
 /// Files larger than this keep only their hash in history, not their content (nor do files
