@@ -5,12 +5,14 @@
 use super::approval::{escape_name, plain_text, Answer, ApprovalRequest, Approver, Asked};
 use super::decision::{Code, Decision, Refusal, Stage};
 use super::observe;
-use super::validate::Validated;
+use super::preview;
+use super::validate::{Paths, Validated};
 use super::Gate;
 use crate::cancel::CancelToken;
 use crate::key::CallKey;
 use crate::tools::registry::PathUse;
-use crate::tools::{Ceiling, ToolInfo};
+use crate::tools::{Builtin, Ceiling, ToolInfo};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
@@ -173,20 +175,53 @@ pub(crate) fn answered(
     }
 }
 
-/// What the user is asked to approve: the tool, where, and the exact input.
+/// Most bytes of a JSON input shown (the approval covers the whole input by its hash).
+const MAX_INPUT_SHOWN: usize = 4000;
+
+/// What the user is asked to approve: the tool, where (workspace-relative paths), and what
+/// happens — for `write`, `edit` and `multiedit` the diff of the file (`preview.rs`), for other
+/// tools the input with every path field shown workspace-relative (`.` for the root).
 fn describe_call(info: &ToolInfo, v: &Validated) -> String {
+    describe_input(info, &v.input, &v.paths)
+}
+
+/// [`describe_call`] for `input` (paths as the guest opens them) and its checked `paths`.
+pub(crate) fn describe_input(info: &ToolInfo, input: &Value, paths: &Paths) -> String {
     let mut text = format!("{} ({} tool)", escape_name(&info.name), info.risk.as_str());
-    for (field, usage, p) in &v.paths {
+    for (field, usage, p) in paths {
         let verb = match usage {
             PathUse::Read => "reads",
             PathUse::Write if p.host.exists() => "overwrites/changes",
             PathUse::Write => "creates",
         };
-        text.push_str(&format!("\n  {verb} {} ({field})", escape_name(&p.rel)));
+        text.push_str(&format!(
+            "\n  {verb} {} ({})",
+            escape_name(&p.rel),
+            escape_name(field)
+        ));
     }
-    let mut input = serde_json::to_string_pretty(&v.input).unwrap_or_default();
-    if input.len() > 4000 {
-        let mut cut = 4000;
+    let change = match info.builtin_kind() {
+        Some(kind @ (Builtin::Write | Builtin::Edit | Builtin::MultiEdit)) => paths
+            .iter()
+            .find(|(field, _, _)| field == "path")
+            .and_then(|(_, _, p)| preview::describe(kind, input, p)),
+        _ => None,
+    };
+    if let Some(change) = change {
+        text.push('\n');
+        text.push_str(&change);
+        return text;
+    }
+    // The model's input with the paths as the user knows them, not as the guest opens them.
+    let mut input = input.clone();
+    for (field, _, p) in paths {
+        if let Some(value) = input.get_mut(field) {
+            *value = Value::String(p.rel.clone());
+        }
+    }
+    let mut input = serde_json::to_string_pretty(&input).unwrap_or_default();
+    if input.len() > MAX_INPUT_SHOWN {
+        let mut cut = MAX_INPUT_SHOWN;
         while !input.is_char_boundary(cut) {
             cut -= 1;
         }

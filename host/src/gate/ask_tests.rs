@@ -67,3 +67,77 @@ fn each_answer_decides_at_ask() {
     let (d, _) = answered(None, &offered, &write, "write:src/", "c").unwrap_err();
     assert_eq!((d.verdict, d.source.as_str()), (Verdict::Deny, "expired"));
 }
+
+fn scoped(root: &std::path::Path, rel: &str) -> crate::workspace::ScopedPath {
+    crate::workspace::ScopedPath {
+        host: if rel == "." {
+            root.to_path_buf()
+        } else {
+            root.join(rel)
+        },
+        rel: rel.to_string(),
+        guest: if rel == "." {
+            "/workspace".into()
+        } else {
+            format!("/workspace/{rel}")
+        },
+    }
+}
+
+#[test]
+fn other_tools_show_the_input_with_workspace_relative_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let grep = fake::tool(
+        "grep",
+        crate::tools::Risk::ReadOnly,
+        Ceiling::Project,
+        &[("path", PathUse::Read)],
+    );
+    let paths = vec![("path".to_string(), PathUse::Read, scoped(dir.path(), "."))];
+    let text = describe_input(
+        &grep,
+        &serde_json::json!({"pattern": "fn main", "path": "/workspace"}),
+        &paths,
+    );
+    assert_eq!(
+        text,
+        "grep (read-only tool)\n  reads . (path)\ninput:\n{\n  \"path\": \".\",\n  \"pattern\": \"fn main\"\n}"
+    );
+}
+
+#[test]
+fn an_edit_shows_its_diff_instead_of_the_input() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("stats")).unwrap();
+    std::fs::write(
+        dir.path().join("stats/window.py"),
+        "a = 1\nold line\nb = 2\n",
+    )
+    .unwrap();
+    let edit = fake::tool(
+        "edit",
+        crate::tools::Risk::Write,
+        Ceiling::Project,
+        &[("path", PathUse::Write)],
+    );
+    let paths = vec![(
+        "path".to_string(),
+        PathUse::Write,
+        scoped(dir.path(), "stats/window.py"),
+    )];
+    let input = serde_json::json!({"path": "/workspace/stats/window.py", "old_string": "old line", "new_string": "new line"});
+    let text = describe_input(&edit, &input, &paths);
+    assert_eq!(
+        text,
+        "edit (write tool)\n  overwrites/changes stats/window.py (path)\n\
+         changes stats/window.py (1 replacement):\n\
+         --- a/stats/window.py\n+++ b/stats/window.py\n@@ -1,3 +1,3 @@\n a = 1\n-old line\n+new line\n b = 2"
+    );
+    // A plugin that calls itself `edit` is not the built-in: its input is shown as it is.
+    let mut plugin = edit.clone();
+    plugin.plugin = Some("someone".into());
+    let text = describe_input(&plugin, &input, &paths);
+    assert!(text.contains("input:\n"), "{text}");
+    assert!(text.contains("\"path\": \"stats/window.py\""), "{text}");
+    assert!(!text.contains("/workspace"), "{text}");
+}

@@ -21,6 +21,7 @@ pub mod hooks;
 mod mode;
 mod observe;
 mod open;
+mod preview;
 mod rules;
 mod run;
 mod session;
