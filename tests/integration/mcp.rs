@@ -279,7 +279,11 @@ async fn elicitation_session_answer_allows_the_key_for_the_rest_of_the_connectio
     assert!(message.contains("tool: write (write risk)"), "{message}");
     assert!(message.contains("key: write:./"), "{message}");
     assert!(message.contains("creates a.txt"), "{message}");
-    assert!(message.contains("\"content\": \"one\\n\""), "{message}");
+    // The change itself, as a diff of the new file (issue #17), not the JSON input.
+    assert!(
+        message.contains("--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1 @@\n+one"),
+        "{message}"
+    );
     assert!(!message
         .chars()
         .any(|c| c.is_control() && c != '\n' && c != '\t'));
