@@ -436,13 +436,47 @@ fn follow_prints_a_running_call_when_it_completes_and_plain_audit_shows_it_runni
 }
 
 #[test]
-fn follow_call_ends_once_that_call_is_printed() {
+fn follow_call_ends_once_that_call_has_completed() {
     let ws = Ws::new();
     let [read, _, _] = three_calls(&ws);
-    let out = run(&ws, &["audit", "--follow", "--call", &read]);
-    let text = stdout(&out);
+    let text = stdout(&run(&ws, &["audit", "--follow", "--call", &read]));
     assert_eq!(text.lines().count(), 1);
     assert!(text.trim_end().ends_with(&read));
+    let text = stdout(&run(&ws, &["audit", "--json", "--follow", "--call", &read]));
+    assert_eq!(text.lines().count(), 4);
+
+    // A call still running: its line once it completes (not another call's), then the end.
+    let db = StateDb::open(&ws.path(".toolgate/state.db")).unwrap();
+    let begun = [
+        ("intent", json!({})),
+        ("decision", json!({"decision": "allow", "stage": "ask"})),
+        ("started", json!({})),
+    ];
+    db.audit("call-long", "default", "shell", &begun).unwrap();
+    db.flush_audit();
+    let mut f = Follower::start(&ws, &["audit", "--follow", "--call", "call-long"]);
+    f.nothing_for(Duration::from_millis(400));
+    call(&ws, &["read", r#"{"path": "a.txt"}"#]);
+    f.nothing_for(Duration::from_millis(400));
+    db.audit(
+        "call-long",
+        "default",
+        "shell",
+        &[(
+            "completed",
+            json!({"status": "error", "error_code": "cancelled"}),
+        )],
+    )
+    .unwrap();
+    db.flush_audit();
+    let c = cells(&f.next());
+    assert_eq!(c[5..6], row(&["error:cancelled"])[..]);
+    assert_eq!(c.last().unwrap(), "call-long");
+    let began = Instant::now();
+    while f.child.try_wait().unwrap().is_none() {
+        assert!(began.elapsed() < Duration::from_secs(20), "still following");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[test]

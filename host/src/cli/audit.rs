@@ -94,7 +94,7 @@ fn run_inner(root: &Path, args: AuditArgs) -> Result<ExitCode> {
 }
 
 /// The table: one line per call. Followed, a call still running is printed once it
-/// completes (each call is printed once), and `--call` ends once that call is printed.
+/// completes (each call is printed once), and `--call` ends once that call has completed.
 fn table(
     db: &StateDb,
     query: &AuditQuery,
@@ -117,7 +117,7 @@ fn table(
         widths.write(out, line)?;
     }
     out.flush()?;
-    if !follow || (query.call_id.is_some() && !lines.is_empty()) {
+    if !follow || call_done(db, query, up_to)? {
         return Ok(());
     }
     let mut last = up_to;
@@ -134,15 +134,28 @@ fn table(
             if matches(&call, query) {
                 widths.write(out, &Line::of(&call))?;
                 out.flush()?;
-                if query.call_id.is_some() {
-                    return Ok(());
-                }
+            }
+            if query.call_id.as_ref() == Some(call_id) {
+                return Ok(());
             }
         }
         if batch.len() < BATCH {
             std::thread::sleep(POLL);
         }
     }
+}
+
+/// Whether `--call` names a call that completed at or before row `up_to` (what was listed):
+/// following it, nothing more will come.
+fn call_done(db: &StateDb, query: &AuditQuery, up_to: i64) -> Result<bool> {
+    let Some(id) = &query.call_id else {
+        return Ok(false);
+    };
+    Ok(db.audit_call(id)?.is_some_and(|c| {
+        c.events
+            .iter()
+            .any(|e| e.event == "completed" && e.id <= up_to)
+    }))
 }
 
 /// Whether a call that just completed passes the per-call filters (`--since` and `--limit`
@@ -157,7 +170,7 @@ fn matches(call: &AuditCall, query: &AuditQuery) -> bool {
 }
 
 /// `--json`: every matching event as it is stored, one JSON object per line; followed, each
-/// new event of a matching call as it is written.
+/// new event of a matching call as it is written (`--call` ends at that call's `completed`).
 fn json(db: &StateDb, query: &AuditQuery, follow: bool, out: &mut impl Write) -> Result<()> {
     let before = db.audit_max_id()?;
     let events = db.audit_events(query)?;
@@ -170,6 +183,9 @@ fn json(db: &StateDb, query: &AuditQuery, follow: bool, out: &mut impl Write) ->
     }
     // Anything newer that matches is either listed already or has a higher id than both.
     let mut last = events.last().map_or(before, |e| e.id.max(before));
+    if call_done(db, query, last)? {
+        return Ok(());
+    }
     // Each call's decision, once known (a call's intent and decision are written together).
     let mut decisions: HashMap<String, String> = HashMap::new();
     loop {
@@ -180,12 +196,17 @@ fn json(db: &StateDb, query: &AuditQuery, follow: bool, out: &mut impl Write) ->
             db.audit_events_after(last, query.tool.as_deref(), query.call_id.as_deref(), BATCH)?;
         for e in &batch {
             last = e.id;
-            if let Some(wanted) = &query.decision {
-                if decision_of(db, e, &mut decisions)?.as_deref() != Some(wanted.as_str()) {
-                    continue;
-                }
+            let wanted = match &query.decision {
+                Some(d) => decision_of(db, e, &mut decisions)?.as_deref() == Some(d.as_str()),
+                None => true,
+            };
+            if wanted {
+                writeln!(out, "{}", serde_json::to_string(e)?)?;
             }
-            writeln!(out, "{}", serde_json::to_string(e)?)?;
+            if query.call_id.is_some() && e.event == "completed" {
+                out.flush()?;
+                return Ok(());
+            }
         }
         out.flush()?;
         if batch.len() < BATCH {

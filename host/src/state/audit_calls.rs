@@ -177,31 +177,22 @@ impl StateDb {
         if let Some(limit) = query.limit {
             sql.push_str(&format!(" LIMIT {limit}"));
         }
-        let ids: Vec<String> = {
-            let mut stmt = conn.prepare(&sql).map_err(|e| self.err(e))?;
-            let rows = stmt
-                .query_map(
-                    rusqlite::params_from_iter(params.iter().map(|p| p.as_ref())),
-                    |r| r.get(0),
-                )
-                .map_err(|e| self.err(e))?;
-            rows.collect::<rusqlite::Result<_>>()
-                .map_err(|e| self.err(e))?
-        };
-        let mut events = Vec::new();
-        let mut stmt = conn
-            .prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM audit WHERE call_id = ?1 AND id <= ?2 ORDER BY id"
-            ))
+        // Every event of the chosen calls, in one pass over the call index.
+        let sql = format!(
+            "SELECT {COLUMNS} FROM audit WHERE id <= ? AND call_id IN
+             (SELECT call_id FROM ({sql})) ORDER BY id"
+        );
+        params.insert(0, Box::new(up_to));
+        let mut stmt = conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(
+                rusqlite::params_from_iter(params.iter().map(|p| p.as_ref())),
+                event_from_row,
+            )
             .map_err(|e| self.err(e))?;
-        for id in &ids {
-            let rows = stmt
-                .query_map(rusqlite::params![id, up_to], event_from_row)
-                .map_err(|e| self.err(e))?;
-            for row in rows {
-                events.push(row.map_err(|e| self.err(e))?);
-            }
-        }
+        let events = rows
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(|e| self.err(e))?;
         let mut calls = group(events);
         calls.sort_by_key(AuditCall::first_id);
         Ok(calls)
