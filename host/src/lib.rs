@@ -15,13 +15,14 @@
 //! - [`tools`]: the registry of built-in and plugin components, and the observation format.
 //! - [`plugins`]: third-party components: manifests, install records, capability intersection.
 //! - [`sandbox`]: the engine, artifact cache, capabilities → WASI context, guards, host walk.
+//! - [`history`]: file history and the user's undo (restores on directory descriptors).
 //! - [`exec`]: the shell's host side: command analysis, confinement, spawning, jobs.
 //! - [`state`]: the SQLite state (audit, reads, history, session grants) and the signing key.
 //! - [`telemetry`]: export of the audit over OTLP/HTTP.
 //! - [`workspace`]: the workspace's rules: scope, deny-list, `.toolgate/` layout, link view.
 //! - [`key`]: call keys (`tool:target`), key patterns and rule decisions.
 //! - [`cancel`]: the cancel token a surface passes down with a call.
-//! - [`text`]: cutting text to a budget, visibly.
+//! - [`text`]: cutting text to a budget, visibly; names and text shown plainly.
 //! - [`error`]: the library's error type and typed limits.
 //! - [`fsutil`]: filesystem helpers that never block on or follow what a workspace planted.
 //! - [`userdirs`]: the user's config, cache and state directories.
@@ -31,6 +32,7 @@ pub mod error;
 pub mod exec;
 pub mod fsutil;
 pub mod gate;
+pub mod history;
 pub mod key;
 pub mod mcp;
 pub mod plugins;

@@ -16,6 +16,7 @@ use toolgate::policy::{Mode, PolicySource};
 use toolgate::{Gate, GateOptions, Status};
 
 mod audit;
+mod history;
 mod prompt;
 mod scaffold;
 
@@ -60,6 +61,10 @@ struct Cli {
     trust_workspace: bool,
     #[command(subcommand)]
     command: Command,
+    /// Whether `--session` was given on the command line (not from the environment or the
+    /// default): `history` and `undo` then act on that session only.
+    #[arg(skip)]
+    session_given: bool,
 }
 
 #[derive(Subcommand)]
@@ -152,6 +157,11 @@ enum Command {
     },
     /// Show the audit trail: one line per call, or JSON lines.
     Audit(audit::AuditArgs),
+    /// Show every version of a file (or of every file); `--session S` only that session's.
+    History(history::HistoryArgs),
+    /// Put back what a call changed: `undo CALL_ID`, `undo --last`, or `undo --session S`
+    /// for every call of a session, newest first.
+    Undo(history::UndoArgs),
 }
 
 #[derive(Subcommand)]
@@ -231,7 +241,12 @@ enum SessionCommand {
 
 /// Run the command line.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let mut cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    cli.session_given = session_given(&matches);
     if let Command::Serve {
         state_key_file: Some(file),
         ..
@@ -267,6 +282,14 @@ pub fn main() -> ExitCode {
             ExitCode::from(EXIT_HOST_FAILURE)
         }
     }
+}
+
+/// Whether `--session` was typed, at the top or after the subcommand (a global argument).
+fn session_given(matches: &clap::ArgMatches) -> bool {
+    let typed = |m: &clap::ArgMatches| {
+        m.value_source("session") == Some(clap::parser::ValueSource::CommandLine)
+    };
+    typed(matches) || matches.subcommand().is_some_and(|(_, sub)| typed(sub))
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
@@ -642,6 +665,17 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Audit(args) => audit::run(&root, args),
+        Command::History(args) => history::history(
+            &root,
+            args,
+            cli.session_given.then_some(cli.session.as_str()),
+        ),
+        Command::Undo(args) => history::undo(
+            &root,
+            args,
+            cli.session_given.then_some(cli.session.as_str()),
+            &cli.session,
+        ),
     }
 }
 

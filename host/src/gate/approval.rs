@@ -224,107 +224,13 @@ impl Broker {
     }
 }
 
-/// Whether `c` cannot be shown as itself in a name: a control character (newline, tab, ESC,
-/// DEL, C1), a bidi control or override, a line or paragraph separator, or an invisible
-/// joiner/marker. Any of these in a path could make a prompt read differently from what runs.
-/// The same set as the tools' own rendering (`guest-tools/sdk/src/names.rs`): controls, soft
-/// hyphen, bidi marks and overrides, zero-width and invisible format characters, line and
-/// paragraph separators, interlinear annotations and tag characters.
-fn unshowable(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c as u32,
-            0xad | 0x061c
-                | 0x180e
-                | 0x200b..=0x200f
-                | 0x2028..=0x202e
-                | 0x2060..=0x206f
-                | 0xfeff
-                | 0xfff9..=0xfffb
-                | 0xe0000..=0xe007f
-        )
-}
-
-/// A name (a path from the input, a key) as a prompt shows it, on one line and unambiguous.
-/// An ordinary name is returned unchanged. A name holding a control character, a bidi
-/// control, a line separator or an invisible marker (or starting with `"`) is shown quoted, with `\n`, `\t`, `\r`, `\x1b` (other ASCII controls
-/// likewise), `\u{202e}` (anything else), and `\\`, `\"` for a backslash and a quote, so a
-/// quoted name is always one that was escaped.
-pub fn escape_name(name: &str) -> std::borrow::Cow<'_, str> {
-    if !name.starts_with('"') && !name.chars().any(unshowable) {
-        return std::borrow::Cow::Borrowed(name);
-    }
-    let mut out = String::with_capacity(name.len() + 8);
-    out.push('"');
-    for c in name.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            c if (c as u32) < 0x80 && unshowable(c) => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c if unshowable(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    std::borrow::Cow::Owned(out)
-}
-
-/// Remove control characters and ANSI escape sequences so a prompt shows only plain text.
-pub fn plain_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{1b}' => {
-                // CSI: ESC [ ... final byte in @..~ ; OSC: ESC ] ... BEL or ESC \ ; else skip one.
-                match chars.peek() {
-                    Some('[') => {
-                        chars.next();
-                        for c in chars.by_ref() {
-                            if ('@'..='~').contains(&c) {
-                                break;
-                            }
-                        }
-                    }
-                    Some(']') => {
-                        chars.next();
-                        while let Some(c) = chars.next() {
-                            if c == '\u{7}' {
-                                break;
-                            }
-                            if c == '\u{1b}' && chars.peek() == Some(&'\\') {
-                                chars.next();
-                                break;
-                            }
-                        }
-                    }
-                    Some(_) => {
-                        chars.next();
-                    }
-                    None => {}
-                }
-            }
-            '\n' | '\t' => out.push(c),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
-            // Bidi overrides can make text read differently from what runs.
-            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
-                out.push_str(&format!("\\u{{{:04x}}}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use crate::text::{escape_name, plain_text};
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::text::unshowable;
 
     fn request(id: &str) -> ApprovalRequest {
         ApprovalRequest {

@@ -4,7 +4,7 @@
 use super::{now_ms, FileStamp, StateDb};
 use crate::error::Result;
 use rusqlite::OptionalExtension;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use super::MAX_HISTORY_CONTENT;
 
@@ -13,8 +13,14 @@ pub use super::MAX_HISTORY_CONTENT;
 pub struct FileVersion {
     /// Row id, increasing.
     pub id: i64,
+    /// The file's host path.
+    pub path: PathBuf,
+    /// When it was recorded, milliseconds since the Unix epoch.
+    pub at_ms: i64,
     /// `original` (first seen before a write), `external` (changed outside toolgate since the
-    /// last version), `tool` (written by a tool), or `absent` (did not exist before a write).
+    /// last version), `tool` (written by a tool), `absent` (did not exist before a write), or
+    /// `undo` (written back by `toolgate undo`; with an empty `sha256` when undo removed the
+    /// file).
     pub origin: String,
     /// Hex sha256 of the content; for a file over `stamp_bytes`, its metadata stamp
     /// (`meta:…`, see [`crate::state::FileStamp`]).
@@ -29,10 +35,21 @@ pub struct FileVersion {
 }
 
 impl FileVersion {
+    /// Whether this version records the file as not existing.
+    pub fn is_absent(&self) -> bool {
+        self.origin == "absent" || (self.origin == "undo" && self.sha256.is_empty())
+    }
+
+    /// Whether this version is what a call wrote (a tool's write or an undo's restore), as
+    /// opposed to the state found before it.
+    pub fn is_write(&self) -> bool {
+        self.origin == "tool" || self.origin == "undo"
+    }
+
     /// Why the content of this version was not kept, for display (`None` when it was, or
     /// when the file was absent).
     pub fn content_note(&self) -> Option<&'static str> {
-        if self.content.is_some() || self.origin == "absent" {
+        if self.content.is_some() || self.is_absent() {
             None
         } else if super::reads::is_metadata_stamp(&self.sha256) {
             Some(
@@ -56,7 +73,7 @@ impl StateDb {
     ) -> Result<()> {
         let last = self.latest_version(path)?;
         match (current, last) {
-            (None, Some(v)) if v.origin == "absent" => Ok(()),
+            (None, Some(v)) if v.is_absent() => Ok(()),
             (None, _) => self.insert_version(path, "absent", "", 0, Some(&[]), call_id),
             (Some((stamp, _)), Some(v)) if v.sha256 == stamp.sha256 => Ok(()),
             (Some((stamp, bytes)), Some(_)) => {
@@ -80,17 +97,93 @@ impl StateDb {
         self.insert_version(path, "tool", &stamp.sha256, stamp.size, bytes, call_id)
     }
 
+    /// Record what `toolgate undo` (call `undo_id`) wrote back to `path`: `None` when it
+    /// removed the file.
+    pub fn history_after_undo(
+        &self,
+        path: &Path,
+        written: Option<(&str, &[u8])>,
+        undo_id: &str,
+    ) -> Result<()> {
+        match written {
+            Some((sha, bytes)) => {
+                let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
+                self.insert_version(path, "undo", sha, size, Some(bytes), undo_id)
+            }
+            None => self.insert_version(path, "undo", "", 0, None, undo_id),
+        }
+    }
+
     /// Every stored version of `path`, oldest first.
     pub fn history(&self, path: &Path) -> Result<Vec<FileVersion>> {
+        self.versions_where("path = ?1", &path.to_string_lossy())
+    }
+
+    /// Every stored version of every file, oldest first.
+    pub fn history_all(&self) -> Result<Vec<FileVersion>> {
+        self.versions_where("?1 = ''", "")
+    }
+
+    /// The versions call `call_id` recorded (the state before its write, then what it wrote),
+    /// oldest first.
+    pub fn versions_of_call(&self, call_id: &str) -> Result<Vec<FileVersion>> {
+        self.versions_where("call_id = ?1", call_id)
+    }
+
+    /// The newest version of `path` recorded before row `id`, with its content.
+    pub fn version_before(&self, path: &Path, id: i64) -> Result<Option<FileVersion>> {
+        self.conn()
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM file_versions WHERE path = ?1 AND id < ?2 ORDER BY id DESC LIMIT 1"),
+                rusqlite::params![path.to_string_lossy(), id],
+                row_to_version,
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// The calls that wrote files (tools' writes and undos), newest write first; only those
+    /// the audit places in `session` when one is given.
+    pub fn writing_calls(&self, session: Option<&str>) -> Result<Vec<String>> {
+        self.flush_audit();
         let conn = self.conn();
         let mut stmt = conn
             .prepare(
-                "SELECT id, origin, sha256, size, content, call_id FROM file_versions
-                 WHERE path = ?1 ORDER BY id",
+                "SELECT call_id, MAX(id) AS last FROM file_versions
+                 WHERE origin IN ('tool', 'undo') AND call_id IS NOT NULL
+                   AND (?1 IS NULL OR call_id IN (SELECT call_id FROM audit WHERE session = ?1))
+                 GROUP BY call_id ORDER BY last DESC",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map([path.to_string_lossy()], row_to_version)
+            .query_map([session], |row| row.get::<_, String>(0))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(|e| self.err(e))
+    }
+
+    /// The tool and session the audit names for `call_id`, when it has the call.
+    pub fn call_origin(&self, call_id: &str) -> Result<Option<(String, String)>> {
+        self.flush_audit();
+        self.conn()
+            .query_row(
+                "SELECT tool, session FROM audit WHERE call_id = ?1 ORDER BY id LIMIT 1",
+                [call_id],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    fn versions_where(&self, condition: &str, value: &str) -> Result<Vec<FileVersion>> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT {COLUMNS} FROM file_versions WHERE {condition} ORDER BY id"
+            ))
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([value], row_to_version)
             .map_err(|e| self.err(e))?;
         rows.collect::<rusqlite::Result<Vec<_>>>()
             .map_err(|e| self.err(e))
@@ -99,7 +192,7 @@ impl StateDb {
     fn latest_version(&self, path: &Path) -> Result<Option<FileVersion>> {
         self.conn()
             .query_row(
-                "SELECT id, origin, sha256, size, NULL, call_id FROM file_versions
+                "SELECT id, path, at_ms, origin, sha256, size, NULL, call_id FROM file_versions
                  WHERE path = ?1 ORDER BY id DESC LIMIT 1",
                 [path.to_string_lossy()],
                 row_to_version,
@@ -137,13 +230,18 @@ impl StateDb {
     }
 }
 
+/// The columns [`row_to_version`] reads, in its order.
+const COLUMNS: &str = "id, path, at_ms, origin, sha256, size, content, call_id";
+
 fn row_to_version(row: &rusqlite::Row<'_>) -> rusqlite::Result<FileVersion> {
     Ok(FileVersion {
         id: row.get(0)?,
-        origin: row.get(1)?,
-        sha256: row.get(2)?,
-        size: row.get(3)?,
-        content: row.get(4)?,
-        call_id: row.get(5)?,
+        path: PathBuf::from(row.get::<_, String>(1)?),
+        at_ms: row.get(2)?,
+        origin: row.get(3)?,
+        sha256: row.get(4)?,
+        size: row.get(5)?,
+        content: row.get(6)?,
+        call_id: row.get(7)?,
     })
 }
