@@ -195,3 +195,67 @@ fn wrong_type_state_files_are_named_and_the_repair_commands_still_run() {
     let o = run(&ws, &["call", "read", r#"{"path": "a.txt"}"#]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// `git status` in `ws`, untracked files listed one by one.
+fn git_status(ws: &Ws) -> Option<String> {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(ws.root())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", ws.user_root())
+            .output()
+            .ok()
+    };
+    let init = git(&["init", "-q"])?;
+    if !init.status.success() {
+        return None;
+    }
+    let out = git(&["status", "--porcelain", "--untracked-files=all"])?;
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn the_state_directory_stays_out_of_git_status() {
+    let ws = Ws::new();
+    ws.plant("src/a.txt", "a\n");
+    let o = run(&ws, &["call", "read", r#"{"path":"src/a.txt"}"#]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(ws.read(".toolgate/.gitignore").lines().any(|l| l == "*"));
+    let Some(status) = git_status(&ws) else {
+        eprintln!("skipped the git status check: git is not installed");
+        return;
+    };
+    assert!(status.contains("src/a.txt"), "{status}");
+    assert!(!status.contains(".toolgate"), "{status}");
+}
+
+#[test]
+fn a_committed_state_directory_keeps_its_files_visible_but_not_the_database() {
+    let ws = Ws::new();
+    ws.plant(".toolgate/policy.toml", "mode = \"ask\"\n");
+    let o = run(&ws, &["call", "grep", r#"{"pattern":"x"}"#]);
+    assert!(o.status.code().is_some(), "{}", stderr(&o));
+    let ignore = ws.read(".toolgate/.gitignore");
+    assert!(ignore.lines().any(|l| l == "state.db"), "{ignore}");
+    assert!(!ignore.lines().any(|l| l == "*"), "{ignore}");
+    let Some(status) = git_status(&ws) else {
+        eprintln!("skipped the git status check: git is not installed");
+        return;
+    };
+    assert!(status.contains(".toolgate/policy.toml"), "{status}");
+    assert!(!status.contains("state.db"), "{status}");
+}
+
+#[test]
+fn a_planted_gitignore_link_is_not_written_through() {
+    let ws = Ws::new();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("theirs");
+    std::fs::write(&target, "theirs\n").unwrap();
+    ws.mkdir(".toolgate");
+    symlink(&target, ws.path(".toolgate/.gitignore")).unwrap();
+    let o = run(&ws, &["call", "grep", r#"{"pattern":"x"}"#]);
+    assert!(o.status.code().is_some(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "theirs\n");
+}

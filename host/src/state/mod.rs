@@ -113,6 +113,9 @@ impl StateDb {
             path: path.to_path_buf(),
             message: crate::fsutil::plain_error(&e),
         };
+        let created_dir = path
+            .parent()
+            .filter(|dir| std::fs::symlink_metadata(dir).is_err());
         if let Some(dir) = path.parent() {
             crate::workspace::layout::ensure_state_dir(dir).map_err(refuse)?;
         }
@@ -133,6 +136,9 @@ impl StateDb {
             .map_err(|e| state_err(path, e))?;
         conn.execute_batch(SCHEMA).map_err(|e| state_err(path, e))?;
         session_grants::migrate(&conn).map_err(|e| state_err(path, e))?;
+        if let Some(dir) = path.parent() {
+            crate::workspace::layout::ensure_gitignore(dir, created_dir.is_some());
+        }
         let pending_reads = read_rows::PendingReads::default();
         let (writer, handle) =
             audit::start_writer(path, pending_reads.clone()).map_err(|e| Error::io(path, e))?;

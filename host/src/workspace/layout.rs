@@ -78,6 +78,37 @@ pub fn ensure_state_dir(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The `.gitignore` in `.toolgate/`: the state database keeps file contents and the audit,
+/// so it must not show in `git status` or be committed by `git add -A`. A `.toolgate/` the
+/// host made gets `*`; one the repository already had (a committed policy) gets only the
+/// host's own runtime files, so the team's committed files stay visible. An existing
+/// `.gitignore`, or anything planted at that name, is left as it is (created with
+/// `O_EXCL | O_NOFOLLOW`: never written through a link). Called once the state database
+/// opened, so a refused workspace gets nothing written.
+pub fn ensure_gitignore(dir: &Path, created: bool) {
+    if dir.file_name() != Some(std::ffi::OsStr::new(STATE_DIR)) {
+        return;
+    }
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let text = if created {
+        "# Written by toolgate: .toolgate/ holds its state database (file contents, the audit).\n*\n"
+    } else {
+        "# Written by toolgate: its own runtime files (the state database keeps file contents).\nstate.db\nstate.db-*\noutputs/\n.toolgate-tmp-*\n"
+    };
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o644)
+        .open(dir.join(".gitignore"));
+    if let Ok(mut f) = file {
+        if let Err(e) = f.write_all(text.as_bytes()) {
+            tracing::warn!(error = %e, dir = %dir.display(), "writing .toolgate/.gitignore failed");
+        }
+    }
+}
+
 /// Write one of the host's own files under `.toolgate/` (a saved full output, ...): its
 /// directories checked by [`ensure_state_dir`], then [`write_atomic`].
 pub fn write_state_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
