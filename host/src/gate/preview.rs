@@ -12,6 +12,7 @@
 
 use super::approval::escape_name;
 use crate::fsutil::{self, OpenError};
+use crate::text::unshowable;
 use crate::tools::Builtin;
 use crate::workspace::ScopedPath;
 use serde_json::Value;
@@ -423,7 +424,8 @@ impl Cut {
 }
 
 /// One line of the file as the prompt shows it: tabs kept, every other character that cannot
-/// be shown as itself escaped (`\r`, `\x1b`, `\u{202e}`, ...), cut past [`MAX_LINE_CHARS`].
+/// be shown as itself (`text::unshowable`, the set names are escaped for) escaped (`\r`,
+/// `\x1b`, `\u{202e}`, ...), cut past [`MAX_LINE_CHARS`].
 pub(crate) fn shown_line(line: &str) -> String {
     let mut out = String::with_capacity(line.len().min(MAX_LINE_CHARS * 2));
     for (count, c) in line.chars().enumerate() {
@@ -444,24 +446,6 @@ pub(crate) fn shown_line(line: &str) -> String {
         }
     }
     out
-}
-
-/// The set `approval::escape_name` escapes (its `unshowable`; a unit test keeps them equal):
-/// controls, soft hyphen, bidi marks and overrides, zero-width and invisible format characters,
-/// line and paragraph separators, interlinear annotations and tag characters.
-fn unshowable(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c as u32,
-            0xad | 0x061c
-                | 0x180e
-                | 0x200b..=0x200f
-                | 0x2028..=0x202e
-                | 0x2060..=0x206f
-                | 0xfeff
-                | 0xfff9..=0xfffb
-                | 0xe0000..=0xe007f
-        )
 }
 
 #[cfg(test)]

@@ -362,15 +362,6 @@ fn a_file_cannot_repaint_the_prompt_or_forge_its_question() {
 }
 
 #[test]
-fn the_escaped_set_is_the_one_names_use() {
-    for c in (0..0x11_0000u32).filter_map(char::from_u32) {
-        let name = format!("a{c}");
-        let quoted = super::super::approval::escape_name(&name).starts_with('"');
-        assert_eq!(quoted, unshowable(c), "U+{:04X}", c as u32);
-    }
-}
-
-#[test]
 fn other_tools_and_odd_inputs_have_no_preview() {
     let d = Dir::new();
     let t = d.target("a.txt");
