@@ -39,24 +39,6 @@ fn ceil_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cut_keeps_head_and_tail_and_says_so() {
-        let text: String = (0..10_000).map(|i| format!("line {i}\n")).collect();
-        let cut = cut_head_tail(&text, 4096, ".toolgate/outputs/x.txt").unwrap();
-        assert!(cut.len() <= 4096 + 200, "{}", cut.len());
-        assert!(cut.starts_with("line 0\n"));
-        assert!(cut.trim_end().ends_with("line 9999"));
-        assert!(cut.contains("truncated"));
-        assert!(cut.contains(".toolgate/outputs/x.txt"));
-        assert_eq!(cut_head_tail("short", 4096, "x"), None);
-    }
-}
-
 /// Whether `c` cannot be shown as itself in a name: a control character (newline, tab, ESC,
 /// DEL, C1), a bidi control or override, a line or paragraph separator, or an invisible
 /// joiner/marker. Any of these in a path could make a prompt read differently from what runs.
@@ -152,4 +134,22 @@ pub fn plain_text(s: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_keeps_head_and_tail_and_says_so() {
+        let text: String = (0..10_000).map(|i| format!("line {i}\n")).collect();
+        let cut = cut_head_tail(&text, 4096, ".toolgate/outputs/x.txt").unwrap();
+        assert!(cut.len() <= 4096 + 200, "{}", cut.len());
+        assert!(cut.starts_with("line 0\n"));
+        assert!(cut.trim_end().ends_with("line 9999"));
+        assert!(cut.contains("truncated"));
+        assert!(cut.contains(".toolgate/outputs/x.txt"));
+        assert_eq!(cut_head_tail("short", 4096, "x"), None);
+    }
 }

@@ -243,3 +243,45 @@ fn audit_json_prints_the_events() {
     let out = run(&ws, &["audit", "--json", "--call", &a]);
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 4);
 }
+
+/// The ci preset never prompts, even run from a terminal (a developer trying the CI recipe
+/// by hand): the call is denied with the hint at once. The default policy on the same
+/// terminal does ask, so the check can tell the two apart. Needs `script` (util-linux) for a
+/// terminal.
+#[test]
+fn the_ci_preset_never_prompts_even_on_a_terminal() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: `script` (Debian package util-linux) is not installed");
+        return;
+    }
+    let ws = Ws::new();
+    let bin = env!("CARGO_BIN_EXE_toolgate");
+    let on_terminal = |preset: &str| {
+        let line = format!(
+            "{bin} -w '{}' {preset} call write '{{\"path\":\"a.txt\",\"content\":\"x\"}}' --compact",
+            ws.root().display()
+        );
+        let out = std::process::Command::new("timeout")
+            .args(["20", "script", "-qec", &line, "/dev/null"])
+            .env("TOOLGATE_CACHE_DIR", cache_dir())
+            .env("XDG_CONFIG_HOME", ws.user_root().join("xdg-config"))
+            .env("XDG_STATE_HOME", ws.user_root().join("xdg-state"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let ci = on_terminal("--preset ci");
+    assert!(
+        ci.contains("\"status\":\"denied\"") && ci.contains("headless"),
+        "{ci}"
+    );
+    assert!(!ci.contains("approve `"), "{ci}");
+    let default = on_terminal("");
+    assert!(default.contains("approve `write:./`?"), "{default}");
+    assert!(!ws.path("a.txt").exists());
+}

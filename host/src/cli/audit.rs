@@ -2,7 +2,7 @@
 //! event as a JSON line with `--json`), and with `--follow` each new call as it completes.
 //!
 //! Everything shown comes from `.toolgate/state.db`, whose strings come from tools, models and
-//! possibly a hand-edited database: every one is escaped (`gate::approval::escape_name`) so a
+//! possibly a hand-edited database: every one is escaped (`text::escape_name`) so a
 //! name holding a newline or an ANSI escape stays on its line and recolours nothing.
 
 use anyhow::Result;
@@ -12,7 +12,7 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
-use toolgate::gate::approval::escape_name;
+use toolgate::text::escape_name;
 use toolgate::state::{AuditCall, AuditEvent, AuditQuery, StateDb};
 
 /// Show the audit: one line per call, oldest first (time, session, tool, key,

@@ -168,3 +168,11 @@ pub fn undo(
         }
     }
 }
+
+/// Whether `--session` was typed, at the top or after the subcommand (a global argument).
+pub fn session_given(matches: &clap::ArgMatches) -> bool {
+    let typed = |m: &clap::ArgMatches| {
+        m.value_source("session") == Some(clap::parser::ValueSource::CommandLine)
+    };
+    typed(matches) || matches.subcommand().is_some_and(|(_, sub)| typed(sub))
+}

@@ -246,7 +246,7 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    cli.session_given = session_given(&matches);
+    cli.session_given = history::session_given(&matches);
     if let Command::Serve {
         state_key_file: Some(file),
         ..
@@ -284,14 +284,6 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Whether `--session` was typed, at the top or after the subcommand (a global argument).
-fn session_given(matches: &clap::ArgMatches) -> bool {
-    let typed = |m: &clap::ArgMatches| {
-        m.value_source("session") == Some(clap::parser::ValueSource::CommandLine)
-    };
-    typed(matches) || matches.subcommand().is_some_and(|(_, sub)| typed(sub))
-}
-
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
@@ -316,9 +308,10 @@ fn gate_options(cli: &Cli, root: PathBuf) -> GateOptions {
         (None, Some(name)) => Some(PolicySource::Preset(name.clone())),
         (None, None) => None,
     };
-    // Ask on the terminal only when a person is there to answer.
+    // Ask on the terminal only when a person is there; never under the ci preset (headless).
+    let headless = cli.preset.as_deref() == Some("ci");
     let approver: Option<Arc<dyn Approver>> =
-        if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        if !headless && std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
             Some(Arc::new(prompt::TerminalApprover))
         } else {
             None
