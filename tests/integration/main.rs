@@ -53,3 +53,4 @@ mod layering;
 mod approval_diff;
 mod audit_cli;
 mod history;
+mod plain_errors;

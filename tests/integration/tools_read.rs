@@ -101,7 +101,7 @@ async fn read_of_a_missing_file_names_the_path() {
     assert_eq!(code(&o), "not-found");
     assert_eq!(
         o.reason.as_deref(),
-        Some("src/nope.rs: No such file or directory (os error 44)")
+        Some("not found: src/nope.rs")
     );
 }
 

@@ -156,7 +156,8 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
         _ => None,
     };
 
-    let meta = std::fs::metadata(&start).map_err(|e| ToolError::io(&start_rel, &e))?;
+    let meta =
+        std::fs::metadata(&start).map_err(|e| ToolError::io_at(cx, &start, &start_rel, &e))?;
     let mut s = Searcher::new(&re, context, max_matches, cx.max_output_bytes());
     let mut walk_errors = 0;
     if meta.is_dir() {

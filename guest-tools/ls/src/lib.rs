@@ -84,7 +84,7 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
         })
         .unwrap_or_default();
     let base_rel = cx.relative(&base);
-    let meta = std::fs::metadata(&base).map_err(|e| ToolError::io(&base_rel, &e))?;
+    let meta = std::fs::metadata(&base).map_err(|e| ToolError::io_at(cx, &base, &base_rel, &e))?;
     if !meta.is_dir() {
         return Err(ToolError::new(
             "not-a-directory",

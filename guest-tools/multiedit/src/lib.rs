@@ -135,13 +135,14 @@ pub fn run(input: &Value, cx: &Context) -> Result<Output, ToolError> {
         Some(bytes) => (Document::new(&fsio::decode_text(bytes, &rel)?), false),
         None if edits[0].old.is_empty() => (Document::new(""), true),
         None => {
+            let hint = toolgate_guest::ioerr::hint(cx, path, &rel);
             return Err(ToolError::new(
                 "not-found",
                 format!(
-                    "{shown} does not exist. Check the path; to create the file, give the first \
+                    "{shown} does not exist{hint}. Check the path; to create the file, give the first \
                      edit an empty old_string (or use write)."
                 ),
-            ))
+            ));
         }
     };
     let original_text = doc.text().to_string();

@@ -78,7 +78,7 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
     // Names in messages as `names` prints them; exact in `data`.
     let shown = toolgate_guest::names::display(&rel);
 
-    let meta = std::fs::metadata(path).map_err(|e| ToolError::io(&rel, &e))?;
+    let meta = std::fs::metadata(path).map_err(|e| ToolError::io_at(cx, path, &rel, &e))?;
     if meta.is_dir() {
         return Err(ToolError::new(
             "is-directory",
@@ -87,7 +87,7 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
         .data(json!({"path": rel})));
     }
     let size = meta.len();
-    let file = File::open(path).map_err(|e| ToolError::io(&rel, &e))?;
+    let file = File::open(path).map_err(|e| ToolError::io_at(cx, path, &rel, &e))?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
 
     // Sniff the head for binary content before returning anything.

@@ -34,12 +34,14 @@ pub mod exec;
 pub mod files;
 #[cfg(feature = "http")]
 pub mod http;
+pub mod ioerr;
 pub mod names;
 mod output;
 pub mod text;
 pub mod walk;
 
 pub use context::Context;
+pub use ioerr::plain_io_error;
 pub use output::{Budget, Descriptor, Output, PathAccess, Report, Risk, ToolError};
 pub use serde_json::{self, json, Value};
 

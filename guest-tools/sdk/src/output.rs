@@ -204,7 +204,27 @@ impl ToolError {
             std::io::ErrorKind::AlreadyExists => "already-exists",
             _ => "io",
         };
-        ToolError::new(code, format!("{}: {err}", crate::names::display(path)))
+        let shown = crate::names::display(path);
+        let message = match err.kind() {
+            std::io::ErrorKind::NotFound => format!("not found: {shown}"),
+            _ => format!("{shown}: {}", crate::ioerr::plain_io_error(err)),
+        };
+        ToolError::new(code, message)
+    }
+
+    /// [`ToolError::io`] for the sandbox path `at` (workspace-relative `path`): when it is
+    /// missing and a sibling has a close name, the message ends `(did you mean <sibling>?)`.
+    pub fn io_at(
+        cx: &crate::Context,
+        at: &std::path::Path,
+        path: &str,
+        err: &std::io::Error,
+    ) -> Self {
+        let mut e = ToolError::io(path, err);
+        if err.kind() == std::io::ErrorKind::NotFound {
+            e.message.push_str(&crate::ioerr::hint(cx, at, path));
+        }
+        e
     }
 
     /// Attach structured detail. With [`ToolError::with_output`] it is the output's data that
