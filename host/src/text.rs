@@ -136,6 +136,33 @@ pub fn plain_text(s: &str) -> String {
     out
 }
 
+/// The candidate closest to `name` (a mistyped tool name: `eddit`, `edt`), when one is at
+/// most two edits away; for a "did you mean" in an error.
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance over chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -151,5 +178,14 @@ mod tests {
         assert!(cut.contains("truncated"));
         assert!(cut.contains(".toolgate/outputs/x.txt"));
         assert_eq!(cut_head_tail("short", 4096, "x"), None);
+    }
+
+    #[test]
+    fn closest_suggests_a_near_name_only() {
+        let tools = ["edit", "multiedit", "read", "write"];
+        assert_eq!(closest("eddit", tools), Some("edit"));
+        assert_eq!(closest("edt", tools), Some("edit"));
+        assert_eq!(closest("wirte", tools), Some("write"));
+        assert_eq!(closest("deploy", tools), None);
     }
 }

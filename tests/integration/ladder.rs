@@ -685,18 +685,44 @@ fn policy_check_reports_every_problem_with_file_and_line() {
         "{text}"
     );
 
-    // a rule for a tool that does not exist is a warning; a clean policy says ok
+    // a rule for a tool that does not exist is an error (a typo would silently allow or deny
+    // nothing), with the nearest real name when there is one; a clean policy says ok
     ws.write(
         ".toolgate/policy.toml",
-        "mode = \"ask\"\n[[rules]]\nkey = \"frobnicate\"\ndecision = \"deny\"\n",
+        "mode = \"ask\"\n[[rules]]\nkey = \"frobnicate\"\ndecision = \"deny\"\n[[rules]]\nkey = \"eddit:src/**\"\ndecision = \"allow\"\n",
     );
     let out = toolgate(&ws, &["policy", "check"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(
-        text.contains("warning: rule `frobnicate` names the unknown tool `frobnicate`"),
+        text.contains(&format!("{policy}:2: error: rule `frobnicate` names the unknown tool `frobnicate`; `toolgate tools` lists the tools")),
         "{text}"
     );
+    assert!(
+        text.contains("rule `eddit:src/**` names the unknown tool `eddit` (did you mean `edit`?)"),
+        "{text}"
+    );
+    // the same typo in --grant stops the run as a user mistake, before anything runs
+    let out = toolgate(
+        &ws,
+        &["--grant", "edt:stats/**", "call", "read", r#"{"path":"x"}"#],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--grant `edt:stats/**` names the unknown tool `edt` (did you mean `edit`?)"),
+        "{err}"
+    );
+    assert!(!err.contains("cannot open the gate"), "{err}");
+    // without a policy file, check says so instead of naming a file of toolgate's source
+    std::fs::remove_file(ws.path(".toolgate/policy.toml")).unwrap();
+    let out = toolgate(&ws, &["policy", "check"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("no .toolgate/policy.toml, the built-in default preset: ok"),
+        "{text}"
+    );
+    assert!(!text.contains("policies/default.toml"), "{text}");
     ws.write(".toolgate/policy.toml", "mode = \"safe\"\n");
     let out = toolgate(&ws, &["policy", "check"]);
     assert_eq!(out.status.code(), Some(0));

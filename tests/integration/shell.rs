@@ -181,7 +181,7 @@ async fn ceiling_violation_from_grants_file_policy_rule_and_project_answer() {
     assert!(g
         .check()
         .iter()
-        .any(|p| p.message.contains("CeilingViolation")));
+        .any(|p| p.message.contains("can only be allowed per session")));
 
     // A policy allow rule.
     let ws = Ws::new();
@@ -198,7 +198,7 @@ async fn ceiling_violation_from_grants_file_policy_rule_and_project_answer() {
     assert!(g
         .check()
         .iter()
-        .any(|p| p.message.contains("CeilingViolation")));
+        .any(|p| p.message.contains("can only be allowed per session")));
 
     // A `project` prompt answer.
     let ws = Ws::new();

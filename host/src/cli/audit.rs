@@ -12,8 +12,8 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
-use toolgate::text::escape_name;
 use toolgate::state::{AuditCall, AuditEvent, AuditQuery, StateDb};
+use toolgate::text::escape_name;
 
 /// Show the audit: one line per call, oldest first (time, session, tool, key,
 /// decision@stage, status, duration, call id).
@@ -57,7 +57,7 @@ const EXIT_NO_SUCH_CALL: u8 = 2;
 pub fn run(root: &Path, args: AuditArgs) -> Result<ExitCode> {
     match run_inner(root, args) {
         // The reader went away (`toolgate audit | head`): that is the end, not an error.
-        Err(e) if is_broken_pipe(&e) => Ok(ExitCode::SUCCESS),
+        Err(e) if super::exit::is_broken_pipe(&e) => Ok(ExitCode::SUCCESS),
         other => other,
     }
 }
@@ -426,13 +426,6 @@ fn stdout_closed() -> bool {
 #[cfg(not(target_os = "linux"))]
 fn stdout_closed() -> bool {
     false
-}
-
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use toolgate::policy::{Mode, PolicySource};
 use toolgate::{Gate, GateOptions, Status};
 
 mod audit;
+mod exit;
 mod history;
 mod prompt;
 mod scaffold;
@@ -274,21 +275,8 @@ pub fn main() -> ExitCode {
     };
     match runtime.block_on(run(cli)) {
         Ok(code) => code,
-        Err(e) => {
-            if is_broken_pipe(&e) {
-                return ExitCode::SUCCESS;
-            }
-            eprintln!("toolgate: {e:#}");
-            ExitCode::from(EXIT_HOST_FAILURE)
-        }
+        Err(e) => exit::report(e),
     }
-}
-
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
 }
 
 fn workspace(cli_ws: &Option<PathBuf>) -> Result<PathBuf> {
@@ -556,13 +544,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             )?;
             let problems = gate.check();
             if problems.is_empty() {
-                writeln!(
-                    out,
-                    "{}: ok ({} rules, mode {})",
-                    gate.policy().origin,
-                    gate.policy().rules.len(),
-                    gate.mode().as_str()
-                )?;
+                let p = gate.policy();
+                let (rules, mode) = (p.rules.len(), gate.mode().as_str());
+                let name = match p.origin.as_str() {
+                    "preset default" => "no .toolgate/policy.toml, the built-in default preset",
+                    other => other,
+                };
+                writeln!(out, "{name}: ok ({rules} rules, mode {mode})")?;
                 return Ok(ExitCode::SUCCESS);
             }
             for p in &problems {

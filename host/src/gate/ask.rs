@@ -140,7 +140,7 @@ pub(crate) fn answered(
                     Stage::Ask,
                     "user".into(),
                     false,
-                    format!("CeilingViolation: `{name}` is capped at session scope; `project` is not an answer for `{key_text}`"),
+                    format!("`{name}` runs real host processes and can only be allowed per session; `project` is not an answer for `{key_text}`"),
                     "answer `once` or `session`".into(),
                 ));
             }

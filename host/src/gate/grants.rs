@@ -68,7 +68,7 @@ pub(crate) fn ceiling(
             source.clone(),
             true,
             format!(
-                "CeilingViolation: {what} at {source} allows `{key}` for the whole project, but `{}` is capped at session scope (its component imports the host exec capability); it is not honoured",
+                "{what} at {source} allows `{key}` for the whole project, but `{}` runs real host processes (its component imports the host exec capability) and can only be allowed per session; it is not honoured",
                 info.name
             ),
             format!("remove it from {source}; allow it for one session with `--grant '{key}'` instead"),

@@ -113,8 +113,9 @@ impl Gate {
         // Built-ins are loaded when first called or listed, plugins scanned when one is called
         // or the tools are listed: a one-shot call loads one component.
         let mut registry = Registry::new();
+        let mut extra_names = Vec::new();
         for file in &options.extra_components {
-            registry.add_file(&sandbox, &limits, file).await?;
+            extra_names.push(registry.add_file(&sandbox, &limits, file).await?.name);
         }
         registry.set_plugins(crate::plugins::PluginStore::signed(
             &workspace.state_dir(),
@@ -127,6 +128,11 @@ impl Gate {
             .iter()
             .map(|k| KeyPattern::parse(k).map_err(|m| Error::Policy(format!("--grant {m}"))))
             .collect::<Result<Vec<_>>>()?;
+        for g in &cli_grants {
+            if let Some(message) = unknown_tool(g.tool(), &extra_names, "--grant", g.as_str()) {
+                return Err(Error::Policy(message));
+            }
+        }
         let denied_globs = workspace.guest_denied_globs();
         let fs_deny = Arc::new(FsDeny::new(Workspace::new(workspace.root(), &secrets)?));
         let project_grants = ProjectGrants::signed(
@@ -278,21 +284,21 @@ impl Gate {
         for rule in &self.policy.rules {
             let tool = rule.pattern.tool();
             if tool != "*" && !self.tools().any(|t| t.name == tool) {
-                problems.push(Problem {
-                    location: rule.source.clone(),
-                    message: format!(
-                        "rule `{}` names the unknown tool `{tool}`",
-                        rule.pattern.as_str()
-                    ),
-                    severity: "warning",
-                });
+                let names: Vec<String> = self.tools().map(|t| t.name.clone()).collect();
+                if let Some(message) = unknown_tool(tool, &names, "rule", rule.pattern.as_str()) {
+                    problems.push(Problem {
+                        location: rule.source.clone(),
+                        message,
+                        severity: "error",
+                    });
+                }
             }
             if rule.decision == RuleDecision::Allow {
                 for t in self.tools().filter(|t| t.ceiling == Ceiling::Session) {
                     if tool == "*" || tool == t.name {
                         problems.push(Problem {
                             location: rule.source.clone(),
-                            message: format!("CeilingViolation: allow rule `{}` reaches `{}`, which is capped at session scope; it will not be honoured (use --grant)", rule.pattern.as_str(), t.name),
+                            message: format!("allow rule `{}` reaches `{}`, which runs real host processes and can only be allowed per session; the rule is not honoured for it (allow it for a run with --grant, or answer `session` when asked)", rule.pattern.as_str(), t.name),
                             severity: "error",
                         });
                     }
@@ -314,7 +320,7 @@ impl Gate {
                         if g.pattern.tool() == "*" || g.pattern.tool() == t.name {
                             problems.push(Problem {
                                 location: g.source.clone(),
-                                message: format!("CeilingViolation: grant `{}` reaches `{}`, which is capped at session scope; it will not be honoured", g.pattern.as_str(), t.name),
+                                message: format!("grant `{}` reaches `{}`, which runs real host processes and can only be allowed per session; the grant is not honoured for it (remove it with `toolgate grants revoke`)", g.pattern.as_str(), t.name),
                                 severity: "error",
                             });
                         }
@@ -324,4 +330,27 @@ impl Gate {
         }
         problems
     }
+}
+
+/// The error for a `--grant` or rule naming a tool that does not exist (`eddit`), with the
+/// nearest real name; `None` when `tool` is one (a built-in, an extra component in `known`,
+/// or a plugin's `plugin__NAME`, which may be installed later).
+fn unknown_tool(tool: &str, known: &[String], what: &str, pattern: &str) -> Option<String> {
+    let builtin = crate::tools::Builtin::ALL.map(|b| b.as_str());
+    if tool == "*"
+        || tool.starts_with("plugin__")
+        || builtin.contains(&tool)
+        || known.iter().any(|k| k == tool)
+    {
+        return None;
+    }
+    let candidates = builtin
+        .iter()
+        .copied()
+        .chain(known.iter().map(String::as_str));
+    let hint = match crate::text::closest(tool, candidates) {
+        Some(near) => format!(" (did you mean `{near}`?)"),
+        None => String::new(),
+    };
+    Some(format!("{what} `{pattern}` names the unknown tool `{tool}`{hint}; `toolgate tools` lists the tools"))
 }

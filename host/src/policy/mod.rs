@@ -914,7 +914,7 @@ impl Stack {
             .collect::<Vec<_>>()
             .join(" + ");
         if self.policy.origin.is_empty() {
-            self.policy.origin = "policies/default.toml".into();
+            self.policy.origin = "preset default".into();
         }
         self.policy.layers = self.reports;
         self.policy.ignored = self.ignored;
@@ -940,7 +940,7 @@ impl Policy {
 
     fn preset_layer(name: &str, kind: LayerKind) -> Result<Layer, Vec<Problem>> {
         match PRESETS.iter().find(|(n, _)| *n == name) {
-            Some((n, text)) => Layer::parse(&format!("policies/{n}.toml"), kind, text),
+            Some((n, text)) => Layer::parse(&format!("preset {n}"), kind, text),
             None => Err(vec![Problem {
                 location: format!("preset `{name}`"),
                 message: format!(
