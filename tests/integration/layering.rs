@@ -61,7 +61,7 @@ const KNOWN: Known = Known {
         ("mcp/http.rs", 1118),
         ("mcp/mod.rs", 1156),
         ("plugins/mod.rs", 611),
-        ("policy/mod.rs", 1262),
+        ("policy/mod.rs", 1254),
         ("sandbox/fsguard.rs", 2151),
         ("sandbox/mod.rs", 661),
         ("sandbox/net.rs", 889),

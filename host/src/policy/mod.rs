@@ -4,6 +4,7 @@
 
 pub mod grants;
 pub mod hooks;
+mod problems;
 
 pub mod trust;
 
@@ -391,17 +392,8 @@ impl Layer {
     pub fn parse(origin: &str, kind: LayerKind, text: &str) -> Result<Layer, Vec<Problem>> {
         let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
         let at = |offset: usize| format!("{origin}:{}", line_of(offset));
-        let file: PolicyFile = toml::from_str(text).map_err(|e| {
-            let location = match e.span() {
-                Some(span) => at(span.start),
-                None => origin.to_string(),
-            };
-            vec![Problem {
-                location,
-                message: e.message().to_string(),
-                severity: "error",
-            }]
-        })?;
+        let file: PolicyFile = toml::from_str(text)
+            .map_err(|_| problems::read_problems::<PolicyFile>(origin, text))?;
         let mut problems = Vec::new();
         let mode = file.mode.as_ref().map(|m| {
             Mode::parse(m.get_ref()).unwrap_or_else(|| {
