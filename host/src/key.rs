@@ -144,11 +144,16 @@ impl KeyPattern {
                 Target::Argv(words)
             }
             Some(t) => Target::Glob(
-                GlobBuilder::new(t)
-                    .literal_separator(true)
-                    .build()
-                    .map_err(|e| format!("`{raw}`: {e}"))?
-                    .compile_matcher(),
+                // `./**` is "anywhere in the workspace" as users write it; keys have no `./`
+                // prefix except the root's own `./` (its top-level files), which stays.
+                GlobBuilder::new(match t.strip_prefix("./") {
+                    Some(rest) if !rest.is_empty() && tool != "shell" => rest,
+                    _ => t,
+                })
+                .literal_separator(true)
+                .build()
+                .map_err(|e| format!("`{raw}`: {e}"))?
+                .compile_matcher(),
             ),
         };
         Ok(KeyPattern {
@@ -286,5 +291,21 @@ mod tests {
         assert!(KeyPattern::parse("write:").is_err());
         assert!(KeyPattern::parse("shell:cargo ** test").is_err());
         assert!(KeyPattern::parse("write:src/[").is_err());
+    }
+
+    #[test]
+    fn a_leading_dot_slash_means_the_workspace() {
+        let key = |t: &str| CallKey::with_target("edit", t);
+        let all = KeyPattern::parse("edit:./**").unwrap();
+        assert!(all.matches(&key("sub/deep/")));
+        assert!(all.matches(&key("./")));
+        let src = KeyPattern::parse("edit:./src/**").unwrap();
+        assert!(src.matches(&key("src/a/")));
+        assert!(!src.matches(&key("docs/")));
+        // `./` alone is the top directory's files only, as before.
+        let top = KeyPattern::parse("edit:./").unwrap();
+        assert!(top.matches(&key("./")));
+        assert!(!top.matches(&key("sub/")));
+        assert_eq!(all.as_str(), "edit:./**");
     }
 }
