@@ -99,10 +99,7 @@ async fn read_of_a_missing_file_names_the_path() {
     let o = call(&gate, "read", json!({"path": "src/nope.rs"})).await;
     assert_eq!(o.status, Status::Error);
     assert_eq!(code(&o), "not-found");
-    assert_eq!(
-        o.reason.as_deref(),
-        Some("not found: src/nope.rs")
-    );
+    assert_eq!(o.reason.as_deref(), Some("not found: src/nope.rs"));
 }
 
 #[tokio::test]

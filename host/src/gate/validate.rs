@@ -96,8 +96,9 @@ pub(crate) fn check_input(
             Stage::Schema,
             Code::Schema,
             message,
+            // Models read this too, and cannot run the CLI: point at what both can see.
             Some(format!(
-                "see `toolgate tools --json` for the input schema of `{tool_name}`"
+                "fix the input to match the input schema of `{tool_name}` (in the tool list: MCP tools/list, or `toolgate tools --json`)"
             )),
         ));
     }

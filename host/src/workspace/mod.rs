@@ -116,6 +116,10 @@ pub struct Workspace {
 #[derive(Debug, Default)]
 pub struct LinkSnapshot(Option<std::result::Result<Arc<Plan>, String>>);
 
+/// What to do about a file the deny-list hides that is not a secret. The built-in patterns
+/// cannot be lifted (a policy's `secrets` only adds patterns), so the fix is the file's name.
+const SECRET_FIX: &str = "if this file is not a secret, give it a name the deny-list does not match: the built-in patterns cannot be lifted (`secrets` in .toolgate/policy.toml only adds patterns; one you added there can be removed)";
+
 impl Workspace {
     /// Open the workspace at `root` with the default secrets plus `extra_secrets`.
     pub fn new(root: &Path, extra_secrets: &[String]) -> Result<Self> {
@@ -271,7 +275,7 @@ impl Workspace {
             if c != "." && self.is_secret(c) {
                 return Some(ScopeDenial {
                     reason: format!("`{raw}` matches the secrets deny-list (`{c}`)"),
-                    hint: "secrets are never given to tools; if this file is not a secret, remove its pattern from `secrets` in .toolgate/policy.toml".into(),
+                    hint: format!("secrets are never given to tools; {SECRET_FIX}"),
                 });
             }
             candidate = c.rfind('/').map(|i| &c[..i]);
@@ -299,7 +303,7 @@ impl Workspace {
         )?;
         Some(ScopeDenial {
             reason: format!("`{raw}` is a hard link to {secret}, which matches the secrets deny-list"),
-            hint: "a hard link is the file it links to: secrets are never given to tools under any name; remove the link, or if the file is not a secret, remove its pattern from `secrets` in .toolgate/policy.toml".into(),
+            hint: format!("a hard link is the file it links to: secrets are never given to tools under any name; remove the link, or {SECRET_FIX}"),
         })
     }
 
