@@ -234,6 +234,9 @@ fn an_odd_name_is_quoted_in_summary_and_messages_exact_in_data() {
     let missing = root.join("gone\x1b");
     let e = read(&root, json!({"path": missing.to_str().unwrap()}), 100_000).unwrap_err();
     let dbg = format!("{e:?}");
-    assert!(dbg.contains(r#"message: "not found: \"gone\\x1b\""#), "{dbg}");
+    assert!(
+        dbg.contains(r#"message: "not found: \"gone\\x1b\""#),
+        "{dbg}"
+    );
     assert!(!dbg.contains("\\u{1b}"), "{dbg}");
 }
