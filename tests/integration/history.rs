@@ -370,3 +370,27 @@ fn a_version_whose_content_was_not_kept_is_refused_plainly() {
     );
     assert_eq!(ws.read("big.bin"), "x");
 }
+
+#[test]
+fn a_directory_at_the_name_is_refused_in_the_plan_even_with_force() {
+    let ws = Ws::new();
+    ws.plant("a.txt", "one\n").plant("b.txt", "two\n");
+    call(&ws, "read", r#"{"path":"a.txt"}"#);
+    call(&ws, "read", r#"{"path":"b.txt"}"#);
+    let first = edit(&ws, "a.txt", "one", "ONE");
+    let second = edit(&ws, "b.txt", "two", "TWO");
+    // b.txt becomes a directory; a whole-session undo must refuse before writing a.txt.
+    std::fs::remove_file(ws.path("b.txt")).unwrap();
+    ws.mkdir("b.txt");
+    let u = undo(&ws, &["--force", "--session", "default"]);
+    let said = text(&u);
+    assert_eq!(u.status.code(), Some(1), "{said}");
+    assert!(said.contains("b.txt: it is a directory now"), "{said}");
+    assert_eq!(
+        ws.read("a.txt"),
+        "ONE\n",
+        "nothing written before the refusal"
+    );
+    assert!(ws.path("b.txt").is_dir());
+    assert!(!first.is_empty() && !second.is_empty());
+}

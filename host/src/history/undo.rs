@@ -150,6 +150,12 @@ pub fn undo(
             let rel = rel_of(ws, &path);
             if !state.contains_key(&path) {
                 match open_checked(ws, &path, &rel) {
+                    // A directory at the name cannot be replaced by a file (even with
+                    // --force): refused in the plan, not half-way through the writes.
+                    Ok((_, Current::Other("a directory"))) => {
+                        unrestorable.push((rel, "it is a directory now".into()));
+                        continue;
+                    }
                     Ok((place, current)) => {
                         state.insert(path.clone(), (place, current, None));
                     }
