@@ -73,20 +73,26 @@ pub fn escape_name(name: &str) -> std::borrow::Cow<'_, str> {
     out.push('"');
     for c in name.chars() {
         match c {
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
             '\\' => out.push_str("\\\\"),
             '"' => out.push_str("\\\""),
-            c if (c as u32) < 0x80 && unshowable(c) => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c if unshowable(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
+            c => push_shown(&mut out, c),
         }
     }
     out.push('"');
     std::borrow::Cow::Owned(out)
+}
+
+/// Push `c` as a prompt shows it: `\n`, `\t`, `\r`; `\x1b` for another ASCII character that
+/// cannot be shown ([`unshowable`]), `\u{202e}` for any other; else `c` itself.
+pub(crate) fn push_shown(out: &mut String, c: char) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\t' => out.push_str("\\t"),
+        '\r' => out.push_str("\\r"),
+        c if (c as u32) < 0x80 && unshowable(c) => out.push_str(&format!("\\x{:02x}", c as u32)),
+        c if unshowable(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        c => out.push(c),
+    }
 }
 
 /// Remove control characters and ANSI escape sequences so a prompt shows only plain text.

@@ -37,6 +37,15 @@ fn edit(ws: &Ws, path: &str, old: &str, new: &str) -> String {
     v["audit_id"].as_str().unwrap().to_string()
 }
 
+/// The id an undo reports for itself (`this undo is undo-…;`).
+fn undo_id_in(said: &str) -> String {
+    said.split_whitespace()
+        .find(|w| w.starts_with("undo-"))
+        .unwrap_or_else(|| panic!("no undo id in {said}"))
+        .trim_end_matches(';')
+        .to_string()
+}
+
 fn undo(ws: &Ws, args: &[&str]) -> Output {
     let mut all = vec!["undo"];
     all.extend_from_slice(args);
@@ -66,12 +75,7 @@ fn undo_restores_a_call_and_can_itself_be_undone() {
     assert_eq!(ws.read("src/a.py"), "x = 1\ny = 2\n");
 
     // The undo has an id of its own; undoing it puts the edit back.
-    let undo_id = said
-        .split_whitespace()
-        .find(|w| w.starts_with("undo-"))
-        .unwrap()
-        .trim_end_matches(';')
-        .to_string();
+    let undo_id = undo_id_in(&said);
     let again = undo(&ws, &[&undo_id]);
     assert!(again.status.success(), "{}", text(&again));
     assert_eq!(ws.read("src/a.py"), "x = 1\ny = 3\n");
@@ -138,12 +142,7 @@ fn a_file_changed_since_is_refused_by_name_and_nothing_is_written() {
     let said = text(&f);
     assert!(f.status.success(), "{said}");
     assert_eq!(ws.read("a.txt"), "one\n");
-    let undo_id = said
-        .split_whitespace()
-        .find(|w| w.starts_with("undo-"))
-        .unwrap()
-        .trim_end_matches(';')
-        .to_string();
+    let undo_id = undo_id_in(&said);
     let h = text(&run(&ws, &["history", "a.txt"]));
     assert!(h.contains("changed outside toolgate"), "{h}");
     assert!(undo(&ws, &[&undo_id]).status.success());

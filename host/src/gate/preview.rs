@@ -12,7 +12,6 @@
 
 use super::approval::escape_name;
 use crate::fsutil::{self, OpenError};
-use crate::text::unshowable;
 use crate::tools::Builtin;
 use crate::workspace::ScopedPath;
 use serde_json::Value;
@@ -436,13 +435,7 @@ pub(crate) fn shown_line(line: &str) -> String {
         }
         match c {
             '\t' => out.push('\t'),
-            '\r' => out.push_str("\\r"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x80 && unshowable(c) => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c if unshowable(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
+            c => crate::text::push_shown(&mut out, c),
         }
     }
     out

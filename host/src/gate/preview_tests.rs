@@ -342,7 +342,7 @@ fn a_file_cannot_repaint_the_prompt_or_forge_its_question() {
         assert!(
             !text
                 .chars()
-                .any(|c| c != '\n' && c != '\t' && unshowable(c)),
+                .any(|c| c != '\n' && c != '\t' && crate::text::unshowable(c)),
             "{text:?}"
         );
         for line in text.lines().skip(1) {

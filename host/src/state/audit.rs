@@ -108,25 +108,11 @@ impl StateDb {
             "SELECT id, call_id, at_ms, session, tool, event, detail FROM audit WHERE 1=1",
         );
         let mut params: Vec<Box<dyn rusqlite::ToSql>> = Vec::new();
-        if let Some(tool) = &query.tool {
-            sql.push_str(" AND tool = ?");
-            params.push(Box::new(tool.clone()));
-        }
         if let Some(since) = query.since_ms {
             sql.push_str(" AND at_ms >= ?");
             params.push(Box::new(since));
         }
-        if let Some(call) = &query.call_id {
-            sql.push_str(" AND call_id = ?");
-            params.push(Box::new(call.clone()));
-        }
-        if let Some(decision) = &query.decision {
-            sql.push_str(
-                " AND call_id IN (SELECT call_id FROM audit WHERE event = 'decision'
-                  AND json_extract(detail, '$.decision') = ?)",
-            );
-            params.push(Box::new(decision.clone()));
-        }
+        push_call_filters(query, &mut sql, &mut params);
         sql.push_str(" ORDER BY id DESC");
         if let Some(limit) = query.limit {
             sql.push_str(&format!(" LIMIT {limit}"));
@@ -154,6 +140,30 @@ impl StateDb {
             .map_err(|e| self.err(e))?;
         events.reverse();
         Ok(events)
+    }
+}
+
+/// The `AND ...` clauses of `query`'s tool, call and decision filters, with their values: the
+/// same for a listing of events and one of calls (`since_ms` differs and is each one's own).
+pub(super) fn push_call_filters(
+    query: &AuditQuery,
+    sql: &mut String,
+    params: &mut Vec<Box<dyn rusqlite::ToSql>>,
+) {
+    if let Some(tool) = &query.tool {
+        sql.push_str(" AND tool = ?");
+        params.push(Box::new(tool.clone()));
+    }
+    if let Some(call) = &query.call_id {
+        sql.push_str(" AND call_id = ?");
+        params.push(Box::new(call.clone()));
+    }
+    if let Some(decision) = &query.decision {
+        sql.push_str(
+            " AND call_id IN (SELECT call_id FROM audit WHERE event = 'decision'
+              AND json_extract(detail, '$.decision') = ?)",
+        );
+        params.push(Box::new(decision.clone()));
     }
 }
 

@@ -154,25 +154,11 @@ impl StateDb {
         let conn = self.conn();
         let mut sql = String::from("SELECT call_id, MIN(id) AS first FROM audit WHERE id <= ?");
         let mut params: Vec<Box<dyn rusqlite::ToSql>> = vec![Box::new(up_to)];
-        if let Some(tool) = &query.tool {
-            sql.push_str(" AND tool = ?");
-            params.push(Box::new(tool.clone()));
-        }
-        if let Some(call) = &query.call_id {
-            sql.push_str(" AND call_id = ?");
-            params.push(Box::new(call.clone()));
-        }
         if let Some(since) = query.since_ms {
             sql.push_str(" AND call_id IN (SELECT call_id FROM audit WHERE at_ms >= ?)");
             params.push(Box::new(since));
         }
-        if let Some(decision) = &query.decision {
-            sql.push_str(
-                " AND call_id IN (SELECT call_id FROM audit WHERE event = 'decision'
-                  AND json_extract(detail, '$.decision') = ?)",
-            );
-            params.push(Box::new(decision.clone()));
-        }
+        super::audit::push_call_filters(query, &mut sql, &mut params);
         sql.push_str(" GROUP BY call_id ORDER BY first DESC");
         if let Some(limit) = query.limit {
             sql.push_str(&format!(" LIMIT {limit}"));
