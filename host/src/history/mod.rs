@@ -73,6 +73,8 @@ pub fn list(
         }
         None => db.history_all()?,
     };
+    // Once for the whole listing: each version's call is then looked up without waiting.
+    db.flush_audit();
     let mut origins: HashMap<String, Option<(String, String)>> = HashMap::new();
     let mut by_path: BTreeMap<String, Vec<Version>> = BTreeMap::new();
     let mut previous: HashMap<std::path::PathBuf, FileVersion> = HashMap::new();

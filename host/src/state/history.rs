@@ -162,9 +162,9 @@ impl StateDb {
             .map_err(|e| self.err(e))
     }
 
-    /// The tool and session the audit names for `call_id`, when it has the call.
+    /// The tool and session the audit names for `call_id`, when it has the call (as written so
+    /// far: [`StateDb::flush_audit`] first to see this process's newest events).
     pub fn call_origin(&self, call_id: &str) -> Result<Option<(String, String)>> {
-        self.flush_audit();
         self.conn()
             .query_row(
                 "SELECT tool, session FROM audit WHERE call_id = ?1 ORDER BY id LIMIT 1",
