@@ -298,3 +298,24 @@ pub fn cli_peak_rss(ws: &Ws, policy: &Path, args: &[&str]) -> (Value, i64, std::
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{stdout}\nstderr:\n{stderr}"));
     (v, usage.ru_maxrss, took)
 }
+
+/// Write an executable script at `path` without this process ever holding it open for
+/// writing: the text goes to a file beside it, and a child `cp` makes the script. (Tests run
+/// on many threads; a fork by another test while this process had the script open would carry
+/// that descriptor, and running the script would then fail with "Text file busy".)
+pub fn write_script(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt as _;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    let src = path.with_extension("script-src");
+    std::fs::write(&src, text).unwrap();
+    let copied = std::process::Command::new("cp")
+        .arg(&src)
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(copied.success(), "cp {} {}", src.display(), path.display());
+    std::fs::remove_file(&src).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}

@@ -4,7 +4,6 @@
 use crate::common::*;
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 use toolgate::gate::hooks::{run_pre_tool_use, HookEvent, HookSpec, HookVerdict};
 use toolgate::Status;
@@ -21,8 +20,7 @@ fn parse(toml_text: &str) -> Vec<HookSpec> {
 
 /// Write an executable `#!/bin/sh` script at `rel` in the workspace.
 fn script(ws: &Ws, rel: &str, body: &str) {
-    ws.write(rel, format!("#!/bin/sh\n{body}\n"));
-    std::fs::set_permissions(ws.path(rel), std::fs::Permissions::from_mode(0o755)).unwrap();
+    crate::common::write_script(&ws.path(rel), &format!("#!/bin/sh\n{body}\n"));
 }
 
 async fn run(

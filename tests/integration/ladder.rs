@@ -108,9 +108,7 @@ fn write_new() -> Value {
 
 fn hook_script(ws: &Ws, name: &str, body: &str) -> String {
     let path = ws.path(&format!("hooks/{name}.sh"));
-    ws.write(&format!("hooks/{name}.sh"), format!("#!/bin/sh\n{body}\n"));
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    crate::common::write_script(&path, &format!("#!/bin/sh\n{body}\n"));
     path.display().to_string()
 }
 

@@ -24,8 +24,18 @@ impl Fixture {
 
     /// Write an executable `#!/bin/sh` script and return its path.
     fn script(&self, name: &str, body: &str) -> String {
+        // Never open for writing in this process: a fork by a test on another thread would
+        // carry the descriptor, and running the script would fail with "Text file busy". The
+        // text goes to a file beside it and a child `cp` makes the script.
         let path = self.root().join(name);
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        let src = self.root().join(format!("{name}.src"));
+        std::fs::write(&src, format!("#!/bin/sh\n{body}\n")).unwrap();
+        let copied = std::process::Command::new("cp")
+            .arg(&src)
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(copied.success());
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         path.to_string_lossy().into_owned()
     }
