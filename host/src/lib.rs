@@ -10,6 +10,7 @@
 //! docs/architecture.md; `tests/integration/layering.rs` checks it):
 //!
 //! - [`mcp`]: the MCP server (stdio and streamable HTTP, elicitation, 2026-07-28 request state).
+//! - [`console`]: the local console's page and API (approvals, live audit, grants, undo).
 //! - [`gate`]: one call's pipeline: validate, mode, rules, hooks, grants, ask, then run.
 //! - [`policy`]: policy layers and files, modes, hook specs, project grants, workspace trust.
 //! - [`tools`]: the registry of built-in and plugin components, and the observation format.
@@ -28,6 +29,7 @@
 //! - [`userdirs`]: the user's config, cache and state directories.
 
 pub mod cancel;
+pub mod console;
 pub mod error;
 pub mod exec;
 pub mod fsutil;

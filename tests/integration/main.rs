@@ -54,3 +54,7 @@ mod approval_diff;
 mod audit_cli;
 mod history;
 mod plain_errors;
+
+// The local console (issue #17): a real headless browser over the DevTools protocol.
+mod browser;
+mod console;

@@ -20,6 +20,7 @@ mod exit;
 mod history;
 mod prompt;
 mod scaffold;
+mod serve;
 
 /// Exit code when the host itself failed.
 const EXIT_HOST_FAILURE: u8 = 70;
@@ -90,35 +91,12 @@ enum Command {
         components: Vec<PathBuf>,
     },
     /// Serve the tools to an MCP client (stdio by default; `--http ADDR` for streamable HTTP
-    /// at http://ADDR/mcp). Each connection is its own session.
-    Serve {
-        /// Listen for streamable HTTP on ADDR (e.g. 127.0.0.1:8765; port 0 picks one) instead
-        /// of stdio. Only loopback addresses unless --allow-remote.
-        #[arg(long, value_name = "ADDR")]
-        http: Option<std::net::SocketAddr>,
-        /// Allow --http on a non-loopback address (anyone who can reach it can run tools).
-        #[arg(long, requires = "http")]
-        allow_remote: bool,
-        /// With --allow-remote: also accept this name in Host/Origin headers. Repeatable.
-        #[arg(long = "allowed-host", value_name = "NAME", requires = "allow_remote")]
-        allowed_hosts: Vec<String>,
-        /// With --http: the bearer tokens clients must send, one a line (mode 0600; made with
-        /// one fresh token if missing). Default: $XDG_STATE_HOME/toolgate/http-token.
-        #[arg(long, value_name = "FILE", requires = "http")]
-        token_file: Option<PathBuf>,
-        /// Sign MCP 2026-07-28 approval states with the key in FILE (yours, mode 0600, e.g.
-        /// `openssl rand -hex 32`), so several `serve` processes behind one load balancer
-        /// accept each other's approval rounds. Default: a random key per process. Same as
-        /// $TOOLGATE_MCP_STATE_KEY_FILE.
-        #[arg(long, value_name = "FILE")]
-        state_key_file: Option<PathBuf>,
-        /// Shorthand for `--grant` of every write tool (write, edit, multiedit).
-        #[arg(long)]
-        allow_write: bool,
-        /// Also serve the component in this file (a test or local tool).
-        #[arg(long = "component", value_name = "FILE")]
-        components: Vec<PathBuf>,
-    },
+    /// at http://ADDR/mcp, with the console at http://ADDR/). Each connection is its own
+    /// session.
+    Serve(serve::ServeArgs),
+    /// Open the console (approvals, live audit, grants, history and undo) in the browser:
+    /// `serve --http` on a free loopback port, its address printed with the token.
+    Console(serve::ConsoleArgs),
     /// List the tools with their risk and capabilities.
     Tools {
         /// Print JSON (name, description, schema, risk, ceiling, imports, digest).
@@ -248,10 +226,10 @@ pub fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     cli.session_given = history::session_given(&matches);
-    if let Command::Serve {
+    if let Command::Serve(serve::ServeArgs {
         state_key_file: Some(file),
         ..
-    } = &cli.command
+    }) = &cli.command
     {
         // Before any thread exists: the MCP server reads the key file's name from here once.
         std::env::set_var(toolgate::mcp::mrtr::STATE_KEY_FILE_ENV, file);
@@ -328,7 +306,7 @@ fn trust_workspace(cli: &Cli) -> bool {
 }
 
 /// Say once on stderr what of the workspace's own files is ignored, and how to trust them.
-fn warn_ignored(gate: &Gate) {
+pub(crate) fn warn_ignored(gate: &Gate) {
     let ignored = gate.policy_ignored();
     if ignored.is_empty() {
         return;
@@ -393,70 +371,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::from(code))
         }
-        Command::Serve {
-            http,
-            allow_remote,
-            allowed_hosts,
-            token_file,
-            allow_write,
-            components,
-            state_key_file: _,
-        } => {
-            let gate = Gate::open(GateOptions {
-                // Approvals come from each MCP client (elicitation), never from this terminal.
-                approver: None,
-                allow_writes: allow_write,
-                extra_components: components,
-                ..opts
-            })
-            .await
-            .context("cannot open the gate")?;
-            // A server knows every tool before its first client (and says now what it refused).
-            gate.preload().await;
-            warn_ignored(&gate);
-            let gate = Arc::new(gate);
-            match http {
-                None => {
-                    if std::io::stdin().is_terminal() {
-                        eprintln!(
-                            "toolgate: serving MCP on stdio for {}; start it from an MCP client (see the README, \"Use it from an agent\"), or press Ctrl-D to stop",
-                            gate.workspace().root().display()
-                        );
-                    }
-                    toolgate::mcp::serve_stdio(gate).await?
-                }
-                Some(addr) => {
-                    let mut options = toolgate::mcp::http::HttpOptions::new(addr);
-                    options.allow_remote = allow_remote;
-                    options.allowed_hosts = allowed_hosts;
-                    options.token_file = token_file;
-                    let http = gate.policy().http;
-                    if let Some(n) = http.max_sessions {
-                        options.max_sessions = usize::try_from(n).unwrap_or(usize::MAX);
-                    }
-                    if let Some(n) = http.max_connections {
-                        options.max_connections = usize::try_from(n).unwrap_or(usize::MAX);
-                    }
-                    if let Some(secs) = http.session_idle_secs {
-                        options.session_idle = std::time::Duration::from_secs(secs);
-                    }
-                    toolgate::mcp::http::serve_http(gate, options, |up| {
-                        eprintln!(
-                            "toolgate: clients must send the header `Authorization: Bearer <token>`; the token is in {} ({})",
-                            up.token_file.display(),
-                            if up.created { "created now" } else { "the existing file" }
-                        );
-                        eprintln!(
-                            "toolgate: serving MCP on http://{}{}",
-                            up.addr,
-                            toolgate::mcp::http::MCP_PATH
-                        );
-                    })
-                    .await?
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Serve(args) => serve::serve(opts, args).await,
+        Command::Console(args) => serve::console(opts, args).await,
         Command::Tools { json } => {
             let gate = Gate::open(opts).await.context("cannot open the gate")?;
             gate.preload().await;

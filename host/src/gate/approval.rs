@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -106,11 +106,73 @@ enum Resolution {
     Withdrawn,
 }
 
-/// Routes requests to surfaces and answers back; first answer wins.
-#[derive(Default)]
+/// A request waiting for its answer.
+struct Pending {
+    tx: oneshot::Sender<Resolution>,
+    request: ApprovalRequest,
+    asked_ms: i64,
+}
+
+/// A request in the queue, as the console shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Queued {
+    /// The request.
+    #[serde(flatten)]
+    pub request: ApprovalRequest,
+    /// When it was asked, ms since the epoch.
+    pub asked_ms: i64,
+}
+
+/// Why a bound answer ([`Broker::answer_bound`]) was not taken.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BoundRefusal {
+    /// Nothing waits under that id: answered from another surface, withdrawn or expired.
+    #[error(
+        "the request `{0}` is no longer waiting: it was answered elsewhere, withdrawn or expired"
+    )]
+    Gone(String),
+    /// The input hash is not the one the request was asked with.
+    #[error("the request `{0}` was asked for another input (its hash differs); reload the queue and answer what is shown")]
+    Mismatch(String),
+    /// The answer was not offered.
+    #[error("`{answer}` is not one of the answers offered for `{id}`")]
+    NotOffered {
+        /// The request.
+        id: String,
+        /// The answer given.
+        answer: &'static str,
+    },
+}
+
+/// Routes requests to surfaces and answers back; first answer wins. It also keeps the queue
+/// of waiting requests for the console, says when the queue changed, and counts the consoles
+/// watching it: while one is, a call with no surface of its own waits for the console's
+/// answer instead of being refused as headless.
 pub struct Broker {
-    pending: Mutex<HashMap<String, oneshot::Sender<Resolution>>>,
+    pending: Mutex<HashMap<String, Pending>>,
     sessions: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    changes: tokio::sync::watch::Sender<u64>,
+    watchers: Arc<AtomicUsize>,
+}
+
+impl Default for Broker {
+    fn default() -> Self {
+        Broker {
+            pending: Mutex::default(),
+            sessions: Mutex::default(),
+            changes: tokio::sync::watch::Sender::new(0),
+            watchers: Arc::default(),
+        }
+    }
+}
+
+/// A console watching the queue; it stops counting when dropped.
+pub struct Watching(Arc<AtomicUsize>);
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Broker {
@@ -126,26 +188,97 @@ impl Broker {
         self.resolve(id, Resolution::Withdrawn)
     }
 
+    /// Answer request `id` from a surface that shows requests by id (the console): taken only
+    /// when `input_sha256` is the hash the request was asked with and `answer` was offered,
+    /// so an answer can only approve the input it was shown.
+    pub fn answer_bound(
+        &self,
+        id: &str,
+        input_sha256: &str,
+        answer: Answer,
+    ) -> Result<(), BoundRefusal> {
+        let pending = {
+            let mut map = self.lock_pending();
+            let Some(p) = map.get(id) else {
+                return Err(BoundRefusal::Gone(id.to_string()));
+            };
+            if p.request.input_sha256 != input_sha256 {
+                return Err(BoundRefusal::Mismatch(id.to_string()));
+            }
+            if !p.request.choices.contains(&answer) {
+                return Err(BoundRefusal::NotOffered {
+                    id: id.to_string(),
+                    answer: answer.as_str(),
+                });
+            }
+            map.remove(id)
+        };
+        self.changed();
+        match pending.map(|p| p.tx.send(Resolution::Answer(answer))) {
+            Some(Ok(())) => Ok(()),
+            _ => Err(BoundRefusal::Gone(id.to_string())),
+        }
+    }
+
     fn resolve(&self, id: &str, resolution: Resolution) -> bool {
-        let sender = self
-            .pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(id);
-        match sender {
-            Some(tx) => tx.send(resolution).is_ok(),
+        let pending = self.lock_pending().remove(id);
+        match pending {
+            Some(p) => {
+                self.changed();
+                p.tx.send(resolution).is_ok()
+            }
             None => false,
         }
     }
 
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
     /// The ids of requests waiting for an answer.
     pub fn pending(&self) -> Vec<String> {
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .keys()
-            .cloned()
-            .collect()
+        self.lock_pending().keys().cloned().collect()
+    }
+
+    /// The requests waiting for an answer, oldest first, each with the seconds it has left.
+    pub fn queue(&self) -> Vec<Queued> {
+        let now = crate::state::now_ms();
+        let mut queue: Vec<Queued> = self
+            .lock_pending()
+            .values()
+            .map(|p| {
+                let mut request = p.request.clone();
+                let waited = u64::try_from(now.saturating_sub(p.asked_ms)).unwrap_or(0) / 1000;
+                request.expires_in_secs = request.expires_in_secs.saturating_sub(waited);
+                Queued {
+                    request,
+                    asked_ms: p.asked_ms,
+                }
+            })
+            .collect();
+        queue.sort_by(|a, b| (a.asked_ms, &a.request.id).cmp(&(b.asked_ms, &b.request.id)));
+        queue
+    }
+
+    /// A receiver told each time the queue changes.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Count a console as watching until the guard is dropped.
+    pub fn watch(&self) -> Watching {
+        self.watchers.fetch_add(1, Ordering::SeqCst);
+        Watching(self.watchers.clone())
+    }
+
+    /// Whether a console is watching the queue (and can answer a request no other surface
+    /// shows).
+    pub fn watched(&self) -> bool {
+        self.watchers.load(Ordering::SeqCst) > 0
     }
 
     /// Ask through `surface` (and any other surface that calls [`Broker::answer`]), one request
@@ -169,10 +302,15 @@ impl Broker {
             return Asked::Withdrawn;
         }
         let (tx, mut rx) = oneshot::channel();
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(request.id.clone(), tx);
+        self.lock_pending().insert(
+            request.id.clone(),
+            Pending {
+                tx,
+                request: request.clone(),
+                asked_ms: crate::state::now_ms(),
+            },
+        );
+        self.changed();
         let id = request.id.clone();
         if let Some(surface) = &surface {
             let broker = self.clone();
@@ -203,10 +341,9 @@ impl Broker {
             _ = watch_cancel => Some(Resolution::Withdrawn),
             _ = tokio::time::sleep(expiry) => None,
         };
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id);
+        if self.lock_pending().remove(&id).is_some() {
+            self.changed();
+        }
         // An answer that raced the removal above is still in the channel: take it.
         let resolution = resolution.or_else(|| rx.try_recv().ok());
         match resolution {
@@ -227,208 +364,5 @@ impl Broker {
 pub use crate::text::{escape_name, plain_text};
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-    use crate::text::unshowable;
-
-    fn request(id: &str) -> ApprovalRequest {
-        ApprovalRequest {
-            id: id.into(),
-            session: "s".into(),
-            tool: "write".into(),
-            key: "write:src/".into(),
-            description: "d".into(),
-            risk: Risk::Write,
-            input_sha256: "h".into(),
-            choices: vec![Answer::Once, Answer::Deny],
-            expires_in_secs: 5,
-        }
-    }
-
-    #[test]
-    fn ordinary_names_are_unchanged() {
-        for name in [
-            "src/a.txt",
-            "./",
-            "write:src/",
-            "dir with space/ü.rs",
-            "a\"b",
-            "a\\b",
-        ] {
-            assert_eq!(escape_name(name), name);
-        }
-    }
-
-    #[test]
-    fn names_with_controls_are_escaped_and_quoted() {
-        assert_eq!(escape_name("a\nb"), "\"a\\nb\"");
-        assert_eq!(escape_name("a\tb\r"), "\"a\\tb\\r\"");
-        assert_eq!(escape_name("x\u{1b}[31my"), "\"x\\x1b[31my\"");
-        assert_eq!(escape_name("del\u{7f}"), "\"del\\x7f\"");
-        assert_eq!(escape_name("abc\u{202e}txt.exe"), "\"abc\\u{202e}txt.exe\"");
-        assert_eq!(escape_name("a\u{2028}b"), "\"a\\u{2028}b\"");
-        assert_eq!(escape_name("nel\u{85}"), "\"nel\\u{85}\"");
-        assert_eq!(escape_name("zw\u{200b}j"), "\"zw\\u{200b}j\"");
-        // The same set as the tools' rendering: soft hyphen, invisible operators, tags.
-        assert_eq!(escape_name("shy\u{ad}"), "\"shy\\u{ad}\"");
-        assert_eq!(escape_name("a\u{206a}b"), "\"a\\u{206a}b\"");
-        assert_eq!(escape_name("tag\u{e0041}"), "\"tag\\u{e0041}\"");
-        assert_eq!(escape_name("anno\u{fff9}"), "\"anno\\u{fff9}\"");
-        // Once quoted, quotes and backslashes are escaped too, so the form is unambiguous.
-        assert_eq!(escape_name("a\\n\"\n"), "\"a\\\\n\\\"\\n\"");
-        // A name that looks quoted is quoted again.
-        assert_eq!(escape_name("\"a\\nb\""), "\"\\\"a\\\\nb\\\"\"");
-        // The result is one line of visible characters.
-        for name in ["a\nb", "\u{1b}]0;t\u{7}", "\u{2066}x\u{2069}"] {
-            let shown = escape_name(name);
-            assert!(!shown.chars().any(unshowable), "{shown}");
-        }
-    }
-
-    #[test]
-    fn ansi_and_controls_are_removed() {
-        assert_eq!(plain_text("a\u{1b}[31mred\u{1b}[0m b"), "ared b");
-        assert_eq!(plain_text("x\u{1b}]0;title\u{7}y"), "xy");
-        assert_eq!(plain_text("bell\u{7}\r"), "bell\\u{0007}\\u{000d}");
-        assert_eq!(plain_text("a\u{202e}b"), "a\\u{202e}b");
-    }
-
-    #[tokio::test]
-    async fn first_answer_wins_and_later_ones_are_noops() {
-        let broker = Arc::new(Broker::default());
-        let b = broker.clone();
-        let task = tokio::spawn(async move {
-            b.ask(
-                None,
-                request("r1"),
-                Duration::from_secs(5),
-                CancelToken::never(),
-            )
-            .await
-        });
-        while broker.pending().is_empty() {
-            tokio::task::yield_now().await;
-        }
-        let first = broker.answer("r1", Answer::Deny);
-        let second = broker.answer("r1", Answer::Once);
-        assert!(first);
-        assert!(!second);
-        assert_eq!(task.await.unwrap(), Asked::Answered(Answer::Deny));
-    }
-
-    #[tokio::test]
-    async fn racing_answers_exactly_one_wins() {
-        let broker = Arc::new(Broker::default());
-        let b = broker.clone();
-        let task = tokio::spawn(async move {
-            b.ask(
-                None,
-                request("r2"),
-                Duration::from_secs(5),
-                CancelToken::never(),
-            )
-            .await
-        });
-        while broker.pending().is_empty() {
-            tokio::task::yield_now().await;
-        }
-        let handles: Vec<_> = [Answer::Once, Answer::Deny, Answer::Session, Answer::Once]
-            .into_iter()
-            .map(|a| {
-                let b = broker.clone();
-                std::thread::spawn(move || b.answer("r2", a))
-            })
-            .collect();
-        let wins = handles
-            .into_iter()
-            .filter(|_| true)
-            .map(|h| h.join().unwrap())
-            .filter(|w| *w)
-            .count();
-        assert_eq!(wins, 1);
-        assert!(matches!(task.await.unwrap(), Asked::Answered(_)));
-    }
-
-    #[tokio::test]
-    async fn unanswered_request_expires() {
-        let broker = Arc::new(Broker::default());
-        let answer = broker
-            .ask(
-                None,
-                request("r3"),
-                Duration::from_millis(50),
-                CancelToken::never(),
-            )
-            .await;
-        assert_eq!(answer, Asked::Expired);
-        assert!(!broker.answer("r3", Answer::Once));
-    }
-
-    /// Records what it was asked and what was withdrawn; never answers.
-    #[derive(Default)]
-    struct Silent {
-        withdrawn: Mutex<Vec<String>>,
-    }
-
-    impl Approver for Silent {
-        fn ask(&self, _request: ApprovalRequest) -> AnswerFuture {
-            Box::pin(std::future::pending())
-        }
-        fn withdrawn(&self, request: &ApprovalRequest) {
-            self.withdrawn.lock().unwrap().push(request.id.clone());
-        }
-    }
-
-    #[tokio::test]
-    async fn a_withdrawn_request_approves_nothing_and_tells_the_surface() {
-        let broker = Arc::new(Broker::default());
-        let silent = Arc::new(Silent::default());
-        let (b, s) = (broker.clone(), silent.clone());
-        let task = tokio::spawn(async move {
-            b.ask(
-                Some(s),
-                request("r4"),
-                Duration::from_secs(5),
-                CancelToken::never(),
-            )
-            .await
-        });
-        while broker.pending().is_empty() {
-            tokio::task::yield_now().await;
-        }
-        assert!(broker.withdraw("r4"));
-        assert_eq!(task.await.unwrap(), Asked::Withdrawn);
-        assert!(
-            !broker.answer("r4", Answer::Once),
-            "a late answer is a no-op"
-        );
-        assert!(!broker.withdraw("r4"));
-        assert_eq!(*silent.withdrawn.lock().unwrap(), vec!["r4".to_string()]);
-    }
-
-    #[tokio::test]
-    async fn the_calls_cancel_flag_withdraws_its_request() {
-        let broker = Arc::new(Broker::default());
-        let silent = Arc::new(Silent::default());
-        let flag = CancelToken::new();
-        let (b, s, f) = (broker.clone(), silent.clone(), flag.clone());
-        let task = tokio::spawn(async move {
-            b.ask(Some(s), request("r5"), Duration::from_secs(5), f)
-                .await
-        });
-        while broker.pending().is_empty() {
-            tokio::task::yield_now().await;
-        }
-        flag.cancel();
-        assert_eq!(task.await.unwrap(), Asked::Withdrawn);
-        assert!(broker.pending().is_empty());
-        assert!(!broker.answer("r5", Answer::Once));
-        assert_eq!(silent.withdrawn.lock().unwrap().len(), 1);
-        // A call already cancelled is never asked.
-        let answer = broker
-            .ask(None, request("r6"), Duration::from_secs(5), flag)
-            .await;
-        assert_eq!(answer, Asked::Withdrawn);
-    }
-}
+#[path = "approval_tests.rs"]
+mod tests;

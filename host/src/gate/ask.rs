@@ -17,7 +17,8 @@ use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
 impl Gate {
-    /// Ask `approver` (none: headless, a refusal) and act on the answer.
+    /// Ask `approver` and every surface watching the broker's queue (none of either: headless,
+    /// a refusal), and act on the answer.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn ask(
         &self,
@@ -32,9 +33,10 @@ impl Gate {
     ) -> Result<Decision, Refusal> {
         let name = info.name.as_str();
         let key_text = key.to_string();
-        let Some(approver) = approver else {
+        // No surface of the call's own: a console watching the queue can still answer.
+        if approver.is_none() && !self.broker.watched() {
             return Err(headless(info, &key_text, forced, call_id));
-        };
+        }
         let choices = choices(info, forced);
         let expiry = self.approval_expiry;
         let request = ApprovalRequest {
@@ -50,7 +52,7 @@ impl Gate {
         };
         let answer = match self
             .broker
-            .ask(Some(approver), request, expiry, cancel.clone())
+            .ask(approver, request, expiry, cancel.clone())
             .await
         {
             Asked::Withdrawn => return Err(observe::cancelled(name, call_id, Stage::Ask, &format!("the call was cancelled while it waited for approval of `{key_text}`; the request was withdrawn and nothing ran"))),

@@ -52,6 +52,7 @@ pub mod elicit;
 pub mod http;
 pub mod mrtr;
 mod private_file;
+mod token;
 
 use crate::cancel::CancelToken;
 use crate::gate::approval::{ApprovalRequest, Approver};
@@ -68,8 +69,7 @@ use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::Value;
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{atomic::{AtomicBool, Ordering}, Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 

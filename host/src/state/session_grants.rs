@@ -64,13 +64,39 @@ impl StateDb {
 
     /// The session's unexpired grant keys that this user's toolgate wrote.
     pub fn session_grants(&self, session: &str) -> Result<Vec<String>> {
+        Ok(self
+            .signed_session_grants(Some(session))?
+            .into_iter()
+            .map(|(_, key)| key)
+            .collect())
+    }
+
+    /// Every session's unexpired grants that this user's toolgate wrote, as (session, key),
+    /// oldest first (what the console lists).
+    pub fn all_session_grants(&self) -> Result<Vec<(String, String)>> {
+        self.signed_session_grants(None)
+    }
+
+    /// Revoke `key` from `session`: how many grants were removed (0 or 1).
+    pub fn revoke_session_grant(&self, session: &str, key: &str) -> Result<usize> {
+        self.conn()
+            .execute(
+                "DELETE FROM session_grants WHERE session = ?1 AND key = ?2",
+                rusqlite::params![session, key],
+            )
+            .map_err(|e| self.err(e))
+    }
+
+    /// The unexpired, validly signed grants of `session` (of every session: `None`).
+    fn signed_session_grants(&self, session: Option<&str>) -> Result<Vec<(String, String)>> {
         let Some((keyring, ws)) = self.grant_signer.0.get() else {
             return Ok(Vec::new());
         };
         let conn = self.conn();
         let mut stmt = conn
             .prepare_cached(
-                "SELECT key, expires_ms, sig FROM session_grants WHERE session = ?1
+                "SELECT session, key, expires_ms, sig FROM session_grants
+                 WHERE (?1 IS NULL OR session = ?1)
                  AND (expires_ms IS NULL OR expires_ms > ?2) ORDER BY at_ms",
             )
             .map_err(|e| self.err(e))?;
@@ -78,8 +104,9 @@ impl StateDb {
             .query_map(rusqlite::params![session, now_ms()], |r| {
                 Ok((
                     r.get::<_, String>(0)?,
-                    r.get::<_, Option<i64>>(1)?,
-                    r.get::<_, Option<String>>(2)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Option<i64>>(2)?,
+                    r.get::<_, Option<String>>(3)?,
                 ))
             })
             .map_err(|e| self.err(e))?;
@@ -88,12 +115,12 @@ impl StateDb {
             .map_err(|e| self.err(e))?;
         Ok(rows
             .into_iter()
-            .filter(|(key, expires, sig)| {
+            .filter(|(session, key, expires, sig)| {
                 let expiry = expires.map(|e| e.to_string()).unwrap_or_default();
                 sig.as_deref()
                     .is_some_and(|s| keyring.verify(&[SIGNED_AS, ws, session, key, &expiry], s))
             })
-            .map(|(key, _, _)| key)
+            .map(|(session, key, _, _)| (session, key))
             .collect())
     }
 }

@@ -1,6 +1,6 @@
 // toolgate console: the page beside the agent. Plain DOM, no framework.
 // Every piece of server data is inserted with textContent (descriptions come
-// from hostile repositories): never innerHTML.
+// from hostile repositories): never as HTML markup.
 "use strict";
 
 (function () {
