@@ -58,3 +58,4 @@ mod plain_errors;
 // The local console (issue #17): a real headless browser over the DevTools protocol.
 mod browser;
 mod console;
+mod shell_scopes;
