@@ -49,20 +49,62 @@ pub fn render(request: &ApprovalRequest) -> String {
         .iter()
         .map(|c| match c {
             Answer::Once => "[o]nce".to_string(),
-            Answer::Session => "[s]ession".to_string(),
+            Answer::Session | Answer::SessionScope(_) => "[s]ession".to_string(),
             Answer::Project => "[p]roject (saved to .toolgate/grants.toml)".to_string(),
             Answer::Deny => "[d]eny".to_string(),
         })
         .collect();
+    let mut choices = choices.join(" / ");
+    // The narrower session scopes, numbered, then the widest (`s`).
+    let offers_session = request.choices.contains(&Answer::Session);
+    if offers_session && request.scopes.len() > 1 {
+        let n = request.scopes.len() - 1;
+        let mut lines = String::from("\nfor the session:");
+        for (i, scope) in request.scopes.iter().enumerate() {
+            let tag = if i == n {
+                "[s]ession".to_string()
+            } else {
+                format!("[{}]", i + 1)
+            };
+            lines.push_str(&format!(
+                "\n  {tag} {} — {}",
+                escape_name(&scope.key),
+                plain_text(&scope.allows)
+            ));
+        }
+        choices = format!("{}\nanswer {choices} / 1-{n}", &lines[1..]);
+    } else {
+        choices = format!("answer {choices}");
+    }
     let key = escape_name(&request.key);
     format!(
-        "\ntoolgate: approve `{key}`? (tool: {}, risk: {})\n{}\n\nkey: {key}   input sha256: {}\nanswer {}: ",
+        "\ntoolgate: approve `{key}`? (tool: {}, risk: {})\n{}\n\nkey: {key}   input sha256: {}\n{choices}: ",
         escape_name(&request.tool),
         request.risk.as_str(),
         plain_text(&request.description),
         &request.input_sha256[..16.min(request.input_sha256.len())],
-        choices.join(" / ")
     )
+}
+
+/// The answer typed on the terminal for `request` (anything unknown is `deny`): `1`, `2`, …
+/// pick the narrower session scopes shown.
+pub fn parse_typed(request: &ApprovalRequest, line: &str) -> Answer {
+    let typed = line.trim().to_ascii_lowercase();
+    match typed.as_str() {
+        "o" | "once" | "y" | "yes" => return Answer::Once,
+        "s" | "session" => return Answer::Session,
+        "p" | "project" => return Answer::Project,
+        _ => {}
+    }
+    let narrower = request.scopes.len().saturating_sub(1);
+    match typed.parse::<usize>() {
+        Ok(n) if n >= 1 && n <= narrower && request.choices.contains(&Answer::Session) => {
+            u8::try_from(n - 1)
+                .map(Answer::SessionScope)
+                .unwrap_or(Answer::Deny)
+        }
+        _ => Answer::Deny,
+    }
 }
 
 /// The line saying `request` was withdrawn.
@@ -95,13 +137,7 @@ fn ask_blocking(request: &ApprovalRequest) -> Option<Answer> {
     if !still_shown {
         return None;
     }
-    let answer = match line.trim().to_ascii_lowercase().as_str() {
-        "o" | "once" | "y" | "yes" => Answer::Once,
-        "s" | "session" => Answer::Session,
-        "p" | "project" => Answer::Project,
-        _ => Answer::Deny,
-    };
-    Some(answer)
+    Some(parse_typed(request, &line))
 }
 
 #[cfg(test)]
@@ -120,6 +156,7 @@ mod tests {
             risk: Risk::Write,
             input_sha256: "0123456789abcdef0123".into(),
             choices: vec![Answer::Once, Answer::Session, Answer::Deny],
+            scopes: Vec::new(),
             expires_in_secs: 300,
         }
     }
@@ -179,6 +216,49 @@ mod tests {
             "{gone}"
         );
         assert!(!gone.contains('\n'));
+    }
+
+    #[test]
+    fn a_shell_request_numbers_its_narrower_scopes() {
+        use toolgate::gate::approval::Scope;
+        let mut r = request("shell:python3", "shell (exec tool)");
+        r.scopes = vec![
+            Scope {
+                key: "shell:python3 -m unittest t.py".into(),
+                allows: "only this exact command".into(),
+            },
+            Scope {
+                key: "shell:python3 -m unittest **".into(),
+                allows: "also any other unittest run".into(),
+            },
+            Scope {
+                key: "shell:python3".into(),
+                allows: "any python3 command".into(),
+            },
+        ];
+        let text = render(&r);
+        assert!(
+            text.contains("\n  [1] shell:python3 -m unittest t.py — only this exact command\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n  [2] shell:python3 -m unittest ** — also any other unittest run\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n  [s]ession shell:python3 — any python3 command\n"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("answer [o]nce / [s]ession / [d]eny / 1-2: "),
+            "{text}"
+        );
+        assert_eq!(parse_typed(&r, "1\n"), Answer::SessionScope(0));
+        assert_eq!(parse_typed(&r, " 2 "), Answer::SessionScope(1));
+        assert_eq!(parse_typed(&r, "3"), Answer::Deny);
+        assert_eq!(parse_typed(&r, "0"), Answer::Deny);
+        assert_eq!(parse_typed(&r, "s"), Answer::Session);
+        assert_eq!(parse_typed(&request("write:src/", "d"), "1"), Answer::Deny);
     }
 
     #[test]

@@ -247,20 +247,29 @@ fn revoke(gate: &Gate, body: Value) -> Response<Body> {
 struct AnswerBody {
     id: String,
     input_sha256: String,
-    answer: Answer,
+    answer: String,
 }
 
 fn answer(gate: &Gate, body: Value) -> Response<Body> {
     let a: AnswerBody = match fields(
         body,
-        r#"{"id": ID, "input_sha256": HASH, "answer": "once"|"session"|"project"|"deny"}"#,
+        r#"{"id": ID, "input_sha256": HASH, "answer": "once"|"session"|"session:N"|"project"|"deny"}"#,
     ) {
         Ok(a) => a,
         Err(refusal) => return refusal,
     };
-    match gate.broker().answer_bound(&a.id, &a.input_sha256, a.answer) {
+    let Some(answer) = Answer::parse(&a.answer) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "`{}` is not an answer: send once, session, session:N (N a scope of the request), project or deny",
+                crate::text::escape_name(&a.answer)
+            ),
+        );
+    };
+    match gate.broker().answer_bound(&a.id, &a.input_sha256, answer) {
         Ok(()) => {
-            tracing::info!(id = %a.id, answer = a.answer.as_str(), "approval answered from the console");
+            tracing::info!(id = %a.id, answer = %answer.name(), "approval answered from the console");
             json(StatusCode::OK, &json!({ "answered": true }))
         }
         Err(e @ BoundRefusal::Gone(_)) => error(StatusCode::CONFLICT, &e.to_string()),

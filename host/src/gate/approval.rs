@@ -21,9 +21,9 @@ use tokio::sync::oneshot;
 /// How long a request waits for an answer before it counts as `deny`.
 pub const DEFAULT_EXPIRY: Duration = Duration::from_secs(300);
 
-/// An answer to an approval request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// An answer to an approval request. On the wire (console, elicitation, serde) it is its
+/// [`Answer::name`]: `once`, `session`, `project`, `deny`, or `session:N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Answer {
     /// Run this one call.
     Once,
@@ -33,18 +33,89 @@ pub enum Answer {
     Project,
     /// Do not run it.
     Deny,
+    /// Run it, and calls matching `scopes[i].key` of the request for the rest of the session
+    /// (a narrower scope than [`Answer::Session`]'s key; offered only with `Session`).
+    SessionScope(u8),
 }
 
 impl Answer {
-    /// The lowercase name.
+    /// The lowercase kind (`session` for a [`Answer::SessionScope`] too).
     pub fn as_str(self) -> &'static str {
         match self {
             Answer::Once => "once",
-            Answer::Session => "session",
+            Answer::Session | Answer::SessionScope(_) => "session",
             Answer::Project => "project",
             Answer::Deny => "deny",
         }
     }
+
+    /// The wire form: [`Answer::as_str`], or `session:N` for a scope.
+    pub fn name(self) -> String {
+        match self {
+            Answer::SessionScope(i) => format!("session:{i}"),
+            a => a.as_str().to_string(),
+        }
+    }
+
+    /// Read a wire form ([`Answer::name`]); `None` for anything else.
+    pub fn parse(s: &str) -> Option<Answer> {
+        match s {
+            "once" => Some(Answer::Once),
+            "session" => Some(Answer::Session),
+            "project" => Some(Answer::Project),
+            "deny" => Some(Answer::Deny),
+            _ => {
+                let n = s.strip_prefix("session:")?;
+                // Digits only: no sign, no spaces.
+                if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                n.parse().ok().map(Answer::SessionScope)
+            }
+        }
+    }
+
+    /// Whether this answer may be taken for `request`: one of its choices, or a scope it
+    /// offers (only alongside `session`).
+    pub fn offered(self, request: &ApprovalRequest) -> bool {
+        offered(self, &request.choices, &request.scopes)
+    }
+}
+
+/// [`Answer::offered`] on the parts of a request.
+pub fn offered(answer: Answer, choices: &[Answer], scopes: &[Scope]) -> bool {
+    match answer {
+        Answer::SessionScope(i) => {
+            choices.contains(&Answer::Session) && usize::from(i) < scopes.len()
+        }
+        a => choices.contains(&a),
+    }
+}
+
+impl Serialize for Answer {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Answer {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Answer::parse(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown answer `{s}`: expected once, session, project, deny or session:N"
+            ))
+        })
+    }
+}
+
+/// One scope a `session` answer may grant, narrowest first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Scope {
+    /// The key pattern saved as the session grant.
+    pub key: String,
+    /// What it allows, in plain words.
+    pub allows: String,
 }
 
 /// What the user is asked.
@@ -66,6 +137,10 @@ pub struct ApprovalRequest {
     pub input_sha256: String,
     /// The answers on offer (`project` only when the tool's ceiling allows it).
     pub choices: Vec<Answer>,
+    /// The scopes a session answer may grant, narrowest first, the last one `key` itself
+    /// (answered [`Answer::SessionScope`]`(i)`, or `Session` for the last); empty when there
+    /// is nothing narrower than `key` (tools other than the shell, compound commands).
+    pub scopes: Vec<Scope>,
     /// Seconds until the request expires (then it is a `deny`).
     pub expires_in_secs: u64,
 }
@@ -205,7 +280,7 @@ impl Broker {
             if p.request.input_sha256 != input_sha256 {
                 return Err(BoundRefusal::Mismatch(id.to_string()));
             }
-            if !p.request.choices.contains(&answer) {
+            if !answer.offered(&p.request) {
                 return Err(BoundRefusal::NotOffered {
                     id: id.to_string(),
                     answer: answer.as_str(),

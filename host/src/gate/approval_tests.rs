@@ -13,6 +13,7 @@ fn request(id: &str) -> ApprovalRequest {
         risk: Risk::Write,
         input_sha256: "h".into(),
         choices: vec![Answer::Once, Answer::Deny],
+        scopes: Vec::new(),
         expires_in_secs: 5,
     }
 }
@@ -212,8 +213,13 @@ async fn the_console_answer_is_taken_only_for_the_input_it_was_shown() {
     assert!(broker.watched());
     let b = broker.clone();
     let task = tokio::spawn(async move {
-        b.ask(None, request("r1"), Duration::from_secs(5), CancelToken::never())
-            .await
+        b.ask(
+            None,
+            request("r1"),
+            Duration::from_secs(5),
+            CancelToken::never(),
+        )
+        .await
     });
     changes.changed().await.unwrap();
     let queue = broker.queue();
@@ -228,7 +234,11 @@ async fn the_console_answer_is_taken_only_for_the_input_it_was_shown() {
         broker.answer_bound("r1", "h", Answer::Session),
         Err(BoundRefusal::NotOffered { .. })
     ));
-    assert_eq!(broker.queue().len(), 1, "a refused answer leaves the request waiting");
+    assert_eq!(
+        broker.queue().len(),
+        1,
+        "a refused answer leaves the request waiting"
+    );
     assert_eq!(broker.answer_bound("r1", "h", Answer::Once), Ok(()));
     assert_eq!(task.await.unwrap(), Asked::Answered(Answer::Once));
     assert_eq!(
@@ -238,4 +248,96 @@ async fn the_console_answer_is_taken_only_for_the_input_it_was_shown() {
     assert!(broker.queue().is_empty());
     drop(watching);
     assert!(!broker.watched());
+}
+
+#[test]
+fn answers_read_and_write_their_wire_names() {
+    for a in [
+        Answer::Once,
+        Answer::Session,
+        Answer::Project,
+        Answer::Deny,
+        Answer::SessionScope(0),
+        Answer::SessionScope(7),
+    ] {
+        assert_eq!(Answer::parse(&a.name()), Some(a));
+        assert_eq!(
+            serde_json::to_value(a).unwrap(),
+            serde_json::json!(a.name())
+        );
+        let back: Answer = serde_json::from_value(serde_json::json!(a.name())).unwrap();
+        assert_eq!(back, a);
+    }
+    assert_eq!(Answer::SessionScope(2).as_str(), "session");
+    assert_eq!(Answer::SessionScope(2).name(), "session:2");
+    for bad in [
+        "session:",
+        "session:-1",
+        "session: 1",
+        "session:x",
+        "session:300",
+        "Once",
+        "",
+    ] {
+        assert_eq!(Answer::parse(bad), None, "{bad}");
+    }
+    assert!(serde_json::from_value::<Answer>(serde_json::json!("sessionscope")).is_err());
+}
+
+#[tokio::test]
+async fn a_scope_answer_is_taken_only_when_offered() {
+    let scoped = |id: &str, choices: Vec<Answer>| ApprovalRequest {
+        choices,
+        scopes: vec![
+            Scope {
+                key: "shell:ls -la".into(),
+                allows: "only this exact command".into(),
+            },
+            Scope {
+                key: "shell:ls".into(),
+                allows: "any ls command".into(),
+            },
+        ],
+        ..request(id)
+    };
+    let broker = Arc::new(Broker::default());
+    let _watching = broker.watch();
+    let mut changes = broker.subscribe();
+    let b = broker.clone();
+    let r = scoped("r1", vec![Answer::Once, Answer::Session, Answer::Deny]);
+    let task = tokio::spawn(async move {
+        b.ask(None, r, Duration::from_secs(5), CancelToken::never())
+            .await
+    });
+    changes.changed().await.unwrap();
+    assert!(matches!(
+        broker.answer_bound("r1", "h", Answer::SessionScope(2)),
+        Err(BoundRefusal::NotOffered { .. })
+    ));
+    assert_eq!(
+        broker.answer_bound("r1", "h", Answer::SessionScope(1)),
+        Ok(())
+    );
+    assert_eq!(
+        task.await.unwrap(),
+        Asked::Answered(Answer::SessionScope(1))
+    );
+    // Without `session` among the choices, no scope is offered either.
+    let b = broker.clone();
+    let r = scoped("r2", vec![Answer::Once, Answer::Deny]);
+    let task = tokio::spawn(async move {
+        b.ask(None, r, Duration::from_secs(5), CancelToken::never())
+            .await
+    });
+    while broker.queue().is_empty() {
+        changes.changed().await.unwrap();
+    }
+    assert!(matches!(
+        broker.answer_bound("r2", "h", Answer::SessionScope(0)),
+        Err(BoundRefusal::NotOffered { .. })
+    ));
+    // No scopes at all: nothing to pick.
+    assert!(!Answer::SessionScope(0).offered(&request("r3")));
+    assert!(broker.withdraw("r2"));
+    assert_eq!(task.await.unwrap(), Asked::Withdrawn);
 }

@@ -2,7 +2,9 @@
 //! answer, the first answer wins); the answer allows once, for the session (saved in the state
 //! database) or for the project (saved in the grants file, never past the tool's ceiling).
 
-use super::approval::{escape_name, plain_text, Answer, ApprovalRequest, Approver, Asked};
+use super::approval::{
+    escape_name, offered, plain_text, Answer, ApprovalRequest, Approver, Asked, Scope,
+};
 use super::decision::{Code, Decision, Refusal, Stage};
 use super::observe;
 use super::preview;
@@ -38,6 +40,11 @@ impl Gate {
             return Err(headless(info, &key_text, forced, call_id));
         }
         let choices = choices(info, forced);
+        let scopes = if info.builtin_kind() == Some(Builtin::Shell) {
+            scopes::shell_scopes(key, &self.exec_host.confinement())
+        } else {
+            Vec::new()
+        };
         let expiry = self.approval_expiry;
         let request = ApprovalRequest {
             id: format!("{call_id}-approval"),
@@ -48,6 +55,7 @@ impl Gate {
             risk: info.risk,
             input_sha256: hex::encode(Sha256::digest(v.input.to_string().as_bytes())),
             choices: choices.clone(),
+            scopes: scopes.clone(),
             expires_in_secs: expiry.as_secs(),
         };
         let answer = match self
@@ -64,13 +72,19 @@ impl Gate {
             Asked::Answered(a) => Some(a),
             Asked::Expired => None,
         };
-        let decided = answered(answer, &choices, info, &key_text, call_id)?;
-        match answer {
-            Some(Answer::Session) => {
-                if let Err(e) = self.state.add_session_grant(session, &key_text, None) {
-                    tracing::warn!(error = %e, session, key = %key_text, "saving a session grant in the state database failed; this call runs, the next one asks again");
-                }
+        let decided = answered_in(answer, &choices, &scopes, info, &key_text, call_id)?;
+        let session_key = match answer {
+            Some(Answer::Session) => Some(key_text.as_str()),
+            // `answered_in` took it only when that scope was offered.
+            Some(Answer::SessionScope(i)) => scopes.get(usize::from(i)).map(|s| s.key.as_str()),
+            _ => None,
+        };
+        if let Some(grant) = session_key {
+            if let Err(e) = self.state.add_session_grant(session, grant, None) {
+                tracing::warn!(error = %e, session, key = %grant, "saving a session grant in the state database failed; this call runs, the next one asks again");
             }
+        }
+        match answer {
             Some(Answer::Project) => {
                 if let Err(problem) = self.project_grants.add(&key_text, "prompt") {
                     return Err(observe::error(
@@ -123,7 +137,8 @@ pub(crate) fn headless(info: &ToolInfo, key_text: &str, forced: bool, call_id: &
     )
 }
 
-/// What an answer (`None`: the request expired) decides. Saving a grant is the caller's.
+/// [`answered_in`] for a request that offered no scopes.
+#[cfg(test)]
 pub(crate) fn answered(
     answer: Option<Answer>,
     choices: &[Answer],
@@ -131,10 +146,23 @@ pub(crate) fn answered(
     key_text: &str,
     call_id: &str,
 ) -> Result<Decision, Refusal> {
+    answered_in(answer, choices, &[], info, key_text, call_id)
+}
+
+/// What an answer (`None`: the request expired) decides, for a request that offered `choices`
+/// and the session `scopes`. Saving a grant is the caller's.
+pub(crate) fn answered_in(
+    answer: Option<Answer>,
+    choices: &[Answer],
+    scopes: &[Scope],
+    info: &ToolInfo,
+    key_text: &str,
+    call_id: &str,
+) -> Result<Decision, Refusal> {
     let name = info.name.as_str();
     let user = |how: &str| Ok(Decision::allow(Stage::Ask, format!("user: {how}")));
     match answer {
-        Some(a) if !choices.contains(&a) => {
+        Some(a) if !offered(a, choices, scopes) => {
             if a == Answer::Project && info.ceiling == Ceiling::Session {
                 return Err(observe::ceiling_violation(
                     name,
@@ -151,12 +179,16 @@ pub(crate) fn answered(
                 call_id,
                 Stage::Ask,
                 "user".into(),
-                format!("`{}` was not one of the offered answers", a.as_str()),
+                format!("`{}` was not one of the offered answers", a.name()),
                 "answer with one of the offered choices".into(),
             ))
         }
         Some(Answer::Once) => user("once"),
         Some(Answer::Session) => user("session"),
+        Some(Answer::SessionScope(i)) => match scopes.get(usize::from(i)) {
+            Some(scope) => user(&format!("session ({})", escape_name(&scope.key))),
+            None => user("session"),
+        },
         Some(Answer::Project) => user("project"),
         Some(Answer::Deny) => Err(observe::deny(
             name,
@@ -235,6 +267,9 @@ pub(crate) fn describe_input(info: &ToolInfo, input: &Value, paths: &Paths) -> S
     text.push_str(&format!("\ninput:\n{input}"));
     text
 }
+
+#[path = "scopes.rs"]
+mod scopes;
 
 #[cfg(test)]
 #[path = "ask_tests.rs"]

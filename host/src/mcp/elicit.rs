@@ -9,7 +9,7 @@
 //! unknown choice, or a failed request map to `deny`.
 
 use crate::gate::approval::{
-    escape_name, plain_text, Answer, AnswerFuture, ApprovalRequest, Approver,
+    escape_name, plain_text, Answer, AnswerFuture, ApprovalRequest, Approver, Scope,
 };
 use rmcp::model::{
     ClientResult, ElicitRequest, ElicitRequestParams, ElicitationAction, ElicitationSchema,
@@ -91,7 +91,7 @@ impl Approver for ElicitApprover {
             if is_void(&void) {
                 return None;
             }
-            let schema = match schema(&request.choices) {
+            let schema = match schema(&request.choices, &request.scopes) {
                 Ok(s) => s,
                 Err(e) => {
                     tracing::warn!(error = %e, "building the elicitation schema failed");
@@ -168,8 +168,8 @@ impl Approver for ElicitApprover {
                     .as_ref()
                     .and_then(|c| c.get(DECISION_FIELD))
                     .and_then(|v| v.as_str())
-                    .and_then(parse_answer)
-                    .filter(|a| request.choices.contains(a))
+                    .and_then(Answer::parse)
+                    .filter(|a| a.offered(&request))
                     .unwrap_or(Answer::Deny),
                 _ => Answer::Deny,
             })
@@ -182,22 +182,53 @@ impl Approver for ElicitApprover {
     }
 }
 
-fn parse_answer(s: &str) -> Option<Answer> {
-    match s {
-        "once" => Some(Answer::Once),
-        "session" => Some(Answer::Session),
-        "project" => Some(Answer::Project),
-        "deny" => Some(Answer::Deny),
-        _ => None,
+/// The offered answers in the order shown, each with its wire value: `session:N` for each
+/// scope narrower than the key, just before `session`.
+fn offered_values(choices: &[Answer], scopes: &[Scope]) -> Vec<Answer> {
+    let narrower = scopes.len().saturating_sub(1);
+    let mut values = Vec::new();
+    for a in choices {
+        if *a == Answer::Session {
+            values.extend(
+                (0..narrower).filter_map(|i| u8::try_from(i).ok().map(Answer::SessionScope)),
+            );
+        }
+        values.push(*a);
     }
+    values
 }
 
-fn choice_text(a: Answer, key: &str) -> String {
+fn choice_text(a: Answer, key: &str, scopes: &[Scope]) -> String {
+    let allows = |i: usize| {
+        scopes
+            .get(i)
+            .map(|s| format!(" ({})", plain_text(&s.allows)))
+            .unwrap_or_default()
+    };
+    if let Answer::SessionScope(i) = a {
+        let i = usize::from(i);
+        let scope = scopes
+            .get(i)
+            .map(|s| escape_name(&s.key))
+            .unwrap_or_default();
+        return format!(
+            "{} = run it, and allow `{scope}` until this connection ends{}",
+            a.name(),
+            allows(i)
+        );
+    }
     let key = escape_name(key);
     match a {
         Answer::Once => "once = run this one call".to_string(),
-        Answer::Session => {
-            format!("session = run it, and allow `{key}` until this connection ends")
+        Answer::Session | Answer::SessionScope(_) => {
+            format!(
+                "session = run it, and allow `{key}` until this connection ends{}",
+                if scopes.is_empty() {
+                    String::new()
+                } else {
+                    allows(scopes.len() - 1)
+                }
+            )
         }
         Answer::Project => {
             format!("project = run it, and save `{key}` to .toolgate/grants.toml for this project")
@@ -208,10 +239,9 @@ fn choice_text(a: Answer, key: &str) -> String {
 
 /// The plain-text message the user reads.
 pub fn message(request: &ApprovalRequest) -> String {
-    let choices: Vec<String> = request
-        .choices
-        .iter()
-        .map(|a| format!("  {}", choice_text(*a, &request.key)))
+    let choices: Vec<String> = offered_values(&request.choices, &request.scopes)
+        .into_iter()
+        .map(|a| format!("  {}", choice_text(a, &request.key, &request.scopes)))
         .collect();
     // Names are escaped (one line each, controls shown as `\n`, `\x1b`, ...); the gate's
     // description escapes the paths in it and may span lines.
@@ -227,19 +257,31 @@ pub fn message(request: &ApprovalRequest) -> String {
     ))
 }
 
-/// The form: one required `decision` field whose values are the offered choices.
-pub fn schema(choices: &[Answer]) -> Result<ElicitationSchema, serde_json::Error> {
-    let values: Vec<&str> = choices.iter().map(|a| a.as_str()).collect();
+/// The form: one required `decision` field whose values are the offered choices, with
+/// `session:N` for each narrower scope (then each value has a title saying what it allows).
+pub fn schema(
+    choices: &[Answer],
+    scopes: &[Scope],
+) -> Result<ElicitationSchema, serde_json::Error> {
+    let offered = offered_values(choices, scopes);
+    let values: Vec<String> = offered.iter().map(|a| a.name()).collect();
+    let mut field = json!({
+        "type": "string",
+        "title": "Decision",
+        "description": format!("one of: {}", values.join(", ")),
+        "enum": values,
+    });
+    if scopes.len() > 1 {
+        let key = scopes.last().map(|s| s.key.as_str()).unwrap_or_default();
+        let titles: Vec<String> = offered
+            .iter()
+            .map(|a| plain_text(&choice_text(*a, key, scopes)))
+            .collect();
+        field["enumNames"] = json!(titles);
+    }
     serde_json::from_value(json!({
         "type": "object",
-        "properties": {
-            DECISION_FIELD: {
-                "type": "string",
-                "title": "Decision",
-                "description": format!("one of: {}", values.join(", ")),
-                "enum": values,
-            }
-        },
+        "properties": { DECISION_FIELD: field },
         "required": [DECISION_FIELD],
     }))
 }
@@ -260,6 +302,7 @@ mod tests {
             risk: Risk::Write,
             input_sha256: "abc".into(),
             choices,
+            scopes: Vec::new(),
             expires_in_secs: 300,
         }
     }
@@ -298,12 +341,61 @@ mod tests {
 
     #[test]
     fn schema_offers_exactly_the_choices() {
-        let s = schema(&[Answer::Once, Answer::Session, Answer::Deny]).unwrap();
+        let s = schema(&[Answer::Once, Answer::Session, Answer::Deny], &[]).unwrap();
         let v = serde_json::to_value(&s).unwrap();
         assert_eq!(
             v["properties"][DECISION_FIELD]["enum"],
             json!(["once", "session", "deny"])
         );
         assert_eq!(v["required"], json!([DECISION_FIELD]));
+    }
+
+    #[test]
+    fn a_shell_request_offers_its_scopes_by_name() {
+        let mut r = request(vec![Answer::Once, Answer::Session, Answer::Deny]);
+        r.tool = "shell".into();
+        r.key = "shell:python3".into();
+        r.scopes = vec![
+            Scope {
+                key: "shell:python3 -m unittest t.py".into(),
+                allows: "only this exact command".into(),
+            },
+            Scope {
+                key: "shell:python3 -m unittest **".into(),
+                allows: "also any other unittest run".into(),
+            },
+            Scope {
+                key: "shell:python3".into(),
+                allows: "any python3 command".into(),
+            },
+        ];
+        let v = serde_json::to_value(schema(&r.choices, &r.scopes).unwrap()).unwrap();
+        let field = &v["properties"][DECISION_FIELD];
+        assert_eq!(
+            field["enum"],
+            json!(["once", "session:0", "session:1", "session", "deny"])
+        );
+        let names = field["enumNames"].as_array().unwrap();
+        assert_eq!(names.len(), 5);
+        assert!(names[2]
+            .as_str()
+            .unwrap()
+            .contains("allow `shell:python3 -m unittest **` until this connection ends (also any other unittest run)"));
+        assert!(names[3].as_str().unwrap().contains("`shell:python3`"));
+        let m = message(&r);
+        assert!(
+            m.contains("session:0 = run it, and allow `shell:python3 -m unittest t.py`"),
+            "{m}"
+        );
+        assert!(m.contains("(any python3 command)"), "{m}");
+        for (wire, answer) in [
+            ("session:1", Some(Answer::SessionScope(1))),
+            ("session", Some(Answer::Session)),
+            ("session:x", None),
+        ] {
+            assert_eq!(Answer::parse(wire), answer);
+        }
+        assert!(Answer::SessionScope(1).offered(&r));
+        assert!(!Answer::SessionScope(3).offered(&r));
     }
 }

@@ -332,7 +332,7 @@ pub fn input_required(
     let params = ElicitRequestParams::FormElicitationParams {
         meta: None,
         message: elicit::message(question),
-        requested_schema: elicit::schema(&question.choices)?,
+        requested_schema: elicit::schema(&question.choices, &question.scopes)?,
     };
     let mut requests = InputRequests::new();
     requests.insert(
@@ -374,7 +374,7 @@ impl Approver for MrtrApprover {
             if state.covers(&request) {
                 let answer = *answer;
                 // Only an offered answer; the gate denies anything else too.
-                let answer = if request.choices.contains(&answer) {
+                let answer = if answer.offered(&request) {
                     answer
                 } else {
                     Answer::Deny
@@ -421,6 +421,7 @@ mod tests {
             risk: Risk::Write,
             input_sha256: "ab".into(),
             choices: vec![Answer::Once, Answer::Session, Answer::Deny],
+            scopes: Vec::new(),
             expires_in_secs: 300,
         }
     }
