@@ -59,3 +59,6 @@ mod plain_errors;
 mod browser;
 mod console;
 mod shell_scopes;
+
+// The model-facing surface (issue #18).
+mod output_schema;

@@ -543,12 +543,12 @@ fn is_modern(context: &RequestContext<RoleServer>) -> bool {
 
 /// A registry tool as MCP lists it.
 pub fn mcp_tool(info: &ToolInfo) -> Tool {
-    let schema: JsonObject = match &info.input_schema {
-        Value::Object(map) => map.clone(),
-        _ => JsonObject::new(),
-    };
+    let schema: JsonObject = info.input_schema.as_object().cloned().unwrap_or_default();
     let mut tool = Tool::new(info.name.clone(), info.description.clone(), schema);
     tool.annotations = Some(annotations(info.risk));
+    // Every result's structuredContent is the observation, whatever the tool.
+    let output = crate::tools::output_schema::observation_schema().clone();
+    tool.output_schema = Some(Arc::new(output));
     tool
 }
 

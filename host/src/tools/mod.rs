@@ -3,6 +3,7 @@
 
 pub mod builtin;
 pub mod observation;
+pub mod output_schema;
 pub mod registry;
 
 pub use builtin::Builtin;
