@@ -208,13 +208,15 @@
     node.appendChild(meta);
     node.appendChild(describe(req.description || ""));
 
-    var buttons = el("div", "choices");
+    var buttons = el("div", "choices"), scopes = req.scopes || [];
     (req.choices || []).forEach(function (c) {
-      if (!CHOICE_LABEL[c]) return;
-      var b = button(c === "deny" ? "danger" : (c === "once" ? "primary" : "secondary"), CHOICE_LABEL[c],
-        function () { answer(req, c, node); });
-      b.dataset.answer = c;
-      buttons.appendChild(b);
+      if (!CHOICE_LABEL[c]) return; // session with scopes: a button per scope, narrowest first ("session:N"), the widest "session"
+      (c === "session" && scopes.length > 1 ? scopes.map(function (s, i) { return [i < scopes.length - 1 ? c + ":" + i : c, CHOICE_LABEL[c] + ": " + s.key, s.allows]; }) : [[c, CHOICE_LABEL[c]]]).forEach(function (o) {
+        var b = button(c === "deny" ? "danger" : (c === "once" ? "primary" : "secondary"), o[1], function () { answer(req, o[0], node); });
+        b.dataset.answer = o[0];
+        if (o[2]) { b.appendChild(el("br")); b.appendChild(el("small", "allows", o[2])); }
+        buttons.appendChild(b);
+      });
     });
     node.appendChild(buttons);
     return { node: node, deadline: null, countdown: countdown };
