@@ -84,20 +84,17 @@ impl Gate {
                 tracing::warn!(error = %e, session, key = %grant, "saving a session grant in the state database failed; this call runs, the next one asks again");
             }
         }
-        match answer {
-            Some(Answer::Project) => {
-                if let Err(problem) = self.project_grants.add(&key_text, "prompt") {
-                    return Err(observe::error(
-                        name,
-                        call_id,
-                        Stage::Ask,
-                        Code::GrantsFile,
-                        problem.to_string(),
-                        Some("fix .toolgate/grants.toml and answer again".into()),
-                    ));
-                }
+        if answer == Some(Answer::Project) {
+            if let Err(problem) = self.project_grants.add(&key_text, "prompt") {
+                return Err(observe::error(
+                    name,
+                    call_id,
+                    Stage::Ask,
+                    Code::GrantsFile,
+                    problem.to_string(),
+                    Some("fix .toolgate/grants.toml and answer again".into()),
+                ));
             }
-            _ => {}
         }
         Ok(decided)
     }
