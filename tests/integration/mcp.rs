@@ -261,6 +261,8 @@ async fn without_elicitation_a_call_that_needs_approval_is_denied_with_reason_an
     let t = text(&r);
     assert!(t.starts_with("[write denied at ask]"), "{t}");
     assert!(t.contains("--grant 'write:./'"), "{t}");
+    // Said to the model as what to ask its user for (it cannot pass a flag).
+    assert!(t.contains("ask the user"), "{t}");
     assert!(!ws.path("new.txt").exists());
     conn.cancel().await.unwrap();
 }

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use toolgate::gate::Surface;
 use toolgate::mcp::http::{HttpOptions, Listening};
 use toolgate::{Gate, GateOptions};
 
@@ -60,11 +61,13 @@ pub struct ConsoleArgs {
 /// console, never from this terminal.
 async fn open(
     opts: GateOptions,
+    surface: Surface,
     allow_writes: bool,
     components: Vec<PathBuf>,
 ) -> Result<Arc<Gate>> {
     let gate = Gate::open(GateOptions {
         approver: None,
+        surface,
         allow_writes,
         extra_components: components,
         ..opts
@@ -114,7 +117,11 @@ fn announce(up: &Listening) {
 
 /// `toolgate serve`.
 pub(super) async fn serve(opts: GateOptions, args: ServeArgs) -> Result<ExitCode> {
-    let gate = open(opts, args.allow_write, args.components).await?;
+    let surface = match args.http {
+        Some(_) => Surface::McpHttp,
+        None => Surface::McpStdio,
+    };
+    let gate = open(opts, surface, args.allow_write, args.components).await?;
     match args.http {
         None => {
             if std::io::stdin().is_terminal() {
@@ -137,7 +144,7 @@ pub(super) async fn serve(opts: GateOptions, args: ServeArgs) -> Result<ExitCode
 
 /// `toolgate console`.
 pub(super) async fn console(opts: GateOptions, args: ConsoleArgs) -> Result<ExitCode> {
-    let gate = open(opts, false, Vec::new()).await?;
+    let gate = open(opts, Surface::McpHttp, false, Vec::new()).await?;
     let options = http_options(&gate, args.http, args.token_file);
     let no_open = args.no_open;
     toolgate::mcp::http::serve_http(gate, options, |up| {

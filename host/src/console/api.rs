@@ -1,6 +1,9 @@
 //! The console's JSON API (`/api/...`): what the page reads and the few things it changes
 //! (an approval's answer, a revoked grant, an undo).
 
+// A refusal is the response itself, built once on the cold path: its size does not matter.
+#![allow(clippy::result_large_err)]
+
 use super::{call_json, error, events, json, Body, SESSION};
 use crate::gate::approval::{Answer, BoundRefusal};
 use crate::gate::Gate;

@@ -9,7 +9,7 @@ use super::decision::{Code, Decision, Refusal, Stage};
 use super::observe;
 use super::preview;
 use super::validate::{Paths, Validated};
-use super::Gate;
+use super::{Gate, Surface};
 use crate::cancel::CancelToken;
 use crate::key::CallKey;
 use crate::tools::registry::PathUse;
@@ -37,7 +37,7 @@ impl Gate {
         let key_text = key.to_string();
         // No surface of the call's own: a console watching the queue can still answer.
         if approver.is_none() && !self.broker.watched() {
-            return Err(headless(info, &key_text, forced, call_id));
+            return Err(headless(self.surface, info, &key_text, forced, call_id));
         }
         let choices = choices(info, forced);
         let scopes = if info.builtin_kind() == Some(Builtin::Shell) {
@@ -112,17 +112,33 @@ pub(crate) fn choices(info: &ToolInfo, forced: bool) -> Vec<Answer> {
 }
 
 /// No one can approve here: a refusal whose hint says how to allow it instead.
-pub(crate) fn headless(info: &ToolInfo, key_text: &str, forced: bool, call_id: &str) -> Refusal {
-    let hint = if info.ceiling == Ceiling::Session {
-        format!(
+pub(crate) fn headless(
+    surface: Surface,
+    info: &ToolInfo,
+    key_text: &str,
+    forced: bool,
+    call_id: &str,
+) -> Refusal {
+    let rule = format!("[[rules]] key = \"{key_text}\" decision = \"allow\"");
+    let hint = match surface {
+        // A person at the command line: the flag to pass.
+        Surface::Cli if info.ceiling == Ceiling::Session => format!(
             "no one can approve here (headless); allow it for this run with `--grant '{key_text}'`"
-        )
-    } else if forced {
-        format!("an `ask` rule covers `{key_text}` and no one can approve here (headless); change that rule, or run where a person can answer")
-    } else {
-        format!(
-            "no one can approve here (headless); allow it for this run with `--grant '{key_text}'`, or for the project with a rule in .toolgate/policy.toml: [[rules]] key = \"{key_text}\" decision = \"allow\""
-        )
+        ),
+        Surface::Cli if forced => format!("an `ask` rule covers `{key_text}` and no one can approve here (headless); change that rule, or run where a person can answer"),
+        Surface::Cli => format!(
+            "no one can approve here (headless); allow it for this run with `--grant '{key_text}'`, or for the project with a rule in .toolgate/policy.toml: {rule}"
+        ),
+        // A model: what to ask its user for (it can pass no flag itself).
+        Surface::McpHttp => format!(
+            "this MCP client cannot ask its user (no elicitation) and no toolgate console is open; stop and ask the user to open the console (the address `toolgate serve --http` printed) and then retry, so they can approve `{key_text}` there{}",
+            if forced { "".to_string() } else { format!(", or to restart the server with `--grant '{key_text}'`") }
+        ),
+        Surface::McpStdio if forced => format!("an `ask` rule covers `{key_text}` and this MCP client cannot ask its user (no elicitation); stop and tell the user, who can change that rule or use a client that supports elicitation"),
+        Surface::McpStdio => format!(
+            "this MCP client cannot ask its user (no elicitation); stop and ask the user to allow `{key_text}`: they can restart `toolgate serve` with `--grant '{key_text}'`{}, or use a client that supports elicitation",
+            if info.ceiling == Ceiling::Session { String::new() } else { format!(", or add to .toolgate/policy.toml: {rule}") }
+        ),
     };
     observe::deny(
         &info.name,

@@ -5,6 +5,7 @@
 use super::*;
 use crate::gate::decision::Verdict;
 use crate::gate::fake;
+use crate::gate::Surface;
 
 #[test]
 fn a_session_capped_tool_or_an_ask_rule_is_never_offered_project() {
@@ -24,14 +25,53 @@ fn a_session_capped_tool_or_an_ask_rule_is_never_offered_project() {
 
 #[test]
 fn headless_denies_at_ask_with_how_to_grant_it() {
-    let (d, o) = headless(&fake::shell_tool(), "shell:ls", false, "call-1");
+    let (d, o) = headless(
+        Surface::Cli,
+        &fake::shell_tool(),
+        "shell:ls",
+        false,
+        "call-1",
+    );
     assert_eq!(
         (d.verdict, d.stage, d.source.as_str()),
         (Verdict::Deny, Stage::Ask, "headless")
     );
     assert!(o.hint.unwrap().contains("--grant 'shell:ls'"));
-    let (_, o) = headless(&fake::write_tool(), "write:src/", true, "call-1");
+    let (_, o) = headless(
+        Surface::Cli,
+        &fake::write_tool(),
+        "write:src/",
+        true,
+        "call-1",
+    );
     assert!(o.hint.unwrap().contains("an `ask` rule covers"));
+}
+
+#[test]
+fn a_model_is_told_what_to_ask_its_user_for_not_a_flag_to_pass() {
+    for surface in [Surface::McpStdio, Surface::McpHttp] {
+        let (_, o) = headless(surface, &fake::shell_tool(), "shell:ls", false, "call-1");
+        let hint = o.hint.unwrap();
+        assert!(hint.contains("ask the user"), "{hint}");
+        assert!(!hint.starts_with("no one can approve here"), "{hint}");
+    }
+    let (_, o) = headless(
+        Surface::McpHttp,
+        &fake::write_tool(),
+        "write:src/",
+        false,
+        "c",
+    );
+    assert!(o.hint.unwrap().contains("open the console"));
+    // A session-capped tool is never offered a project rule.
+    let (_, o) = headless(
+        Surface::McpStdio,
+        &fake::shell_tool(),
+        "shell:ls",
+        false,
+        "c",
+    );
+    assert!(!o.hint.unwrap().contains("[[rules]]"));
 }
 
 #[test]

@@ -29,7 +29,7 @@ mod shell;
 mod staleness;
 mod validate;
 
-pub use open::GateOptions;
+pub use open::{GateOptions, Surface};
 
 use crate::cancel::CancelToken;
 use crate::exec::{ApprovedCommand, Class, ExecHost};
@@ -68,6 +68,8 @@ pub struct Gate {
     broker: Arc<Broker>,
     approver: Option<Arc<dyn Approver>>,
     approval_expiry: Duration,
+    /// Who reads the hints.
+    surface: Surface,
     denied_globs: Vec<String>,
     /// Sessions already recorded in the state database by this gate.
     known_sessions: std::sync::Mutex<std::collections::HashSet<String>>,

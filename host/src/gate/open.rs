@@ -58,6 +58,21 @@ pub struct GateOptions {
     pub trust_workspace: bool,
     /// How the sandbox is set up (the command line: progress lines, one-shot calls).
     pub sandbox: crate::sandbox::SandboxOptions,
+    /// Who reads the observations' hints (they name what that reader can do).
+    pub surface: Surface,
+}
+
+/// Who reads a gate's hints: a person at the command line can pass a flag; a model behind an
+/// MCP client cannot, and is told what to ask its user for instead.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Surface {
+    /// `toolgate call` and the library: flags and commands the reader can type.
+    #[default]
+    Cli,
+    /// A model behind an MCP client on stdio.
+    McpStdio,
+    /// A model behind an MCP client over HTTP, where the console can answer approvals.
+    McpHttp,
 }
 
 impl Gate {
@@ -179,6 +194,7 @@ impl Gate {
             broker: Arc::new(Broker::default()),
             approver: options.approver.clone(),
             approval_expiry: options.approval_expiry.unwrap_or(approval::DEFAULT_EXPIRY),
+            surface: options.surface,
             denied_globs,
             known_sessions: Default::default(),
             told_ignored: Default::default(),

@@ -69,7 +69,8 @@ use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::Value;
 use std::borrow::Cow;
-use std::sync::{atomic::{AtomicBool, Ordering}, Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
@@ -541,12 +542,11 @@ fn is_modern(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
 }
 
-/// A registry tool as MCP lists it.
+/// A registry tool as MCP lists it; its outputSchema is the observation's (every result's).
 pub fn mcp_tool(info: &ToolInfo) -> Tool {
     let schema: JsonObject = info.input_schema.as_object().cloned().unwrap_or_default();
     let mut tool = Tool::new(info.name.clone(), info.description.clone(), schema);
     tool.annotations = Some(annotations(info.risk));
-    // Every result's structuredContent is the observation, whatever the tool.
     let output = crate::tools::output_schema::observation_schema().clone();
     tool.output_schema = Some(Arc::new(output));
     tool
