@@ -285,3 +285,25 @@ fn the_ci_preset_never_prompts_even_on_a_terminal() {
     assert!(default.contains("approve `write:./`?"), "{default}");
     assert!(!ws.path("a.txt").exists());
 }
+
+#[test]
+fn a_bad_plugin_name_or_a_taken_directory_is_a_usage_error_not_a_host_failure() {
+    let ws = Ws::new();
+    let out = run(&ws, &["plugin", "new", "Bad Name!"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not a valid plugin name") && err.contains("word-count"),
+        "{err}"
+    );
+    assert!(!ws.path("Bad Name!").exists());
+    ws.write("taken/file.txt", "mine\n");
+    let taken = ws.path("taken");
+    let out = run(
+        &ws,
+        &["plugin", "new", "ok-name", "--dir", taken.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not empty"));
+    assert_eq!(ws.read("taken/file.txt"), "mine\n");
+}

@@ -2,6 +2,7 @@
 //! placeholders replaced by plain text substitution (`__NAME__` the plugin's name, `__CRATE__`
 //! the library's crate name, `__SDK__` the SDK path escaped for a TOML string).
 
+use super::exit::Usage;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -258,24 +259,26 @@ const FILES: &[(&str, &str)] = &[
 /// depending on the guest SDK crate at `sdk`. Returns the files written.
 pub(crate) fn scaffold(name: &str, dir: &Path, sdk: &Path) -> Result<Vec<PathBuf>> {
     if !toolgate::plugins::manifest::valid_plugin_name(name) {
-        bail!(
+        return Err(Usage(format!(
             "`{name}` is not a valid plugin name: use 1-40 of a-z, 0-9, `-`, `_`, starting with a letter (e.g. `word-count`)"
-        );
+        )).into());
     }
     if dir.exists() {
         if !dir.is_dir() {
-            bail!(
+            return Err(Usage(format!(
                 "{} exists and is not a directory; pick another place with --dir",
                 dir.display()
-            );
+            ))
+            .into());
         }
         let mut entries = std::fs::read_dir(dir)
             .with_context(|| format!("cannot read the directory {}", dir.display()))?;
         if entries.next().is_some() {
-            bail!(
+            return Err(Usage(format!(
                 "{} exists and is not empty; pick a new directory with --dir",
                 dir.display()
-            );
+            ))
+            .into());
         }
     }
     let sdk = std::path::absolute(sdk)
