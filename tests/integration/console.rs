@@ -346,6 +346,61 @@ async fn a_call_waits_for_the_console_only_while_one_watches_and_answers_bind_to
     drop(conn);
 }
 
+/// The next pending approval seen on `ev` (read on a blocking thread), and the stream back.
+async fn next_pending(ev: Events) -> (Value, Events) {
+    tokio::task::spawn_blocking(move || {
+        let mut ev = ev;
+        (ev.pending(), ev)
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_grant_revoked_from_the_console_asks_again() {
+    let ws = workspace();
+    let s = server(&ws, &["serve", "--http", "127.0.0.1:0"]);
+    let conn = mcp(&s).await;
+    assert_eq!(
+        call(&conn, "read", json!({"path": "stats/window.py"})).await["status"],
+        "ok"
+    );
+    let ev = Events::open(&s);
+    let waiting = tokio::spawn(async move {
+        let o = call(&conn, "edit", edit()).await;
+        (conn, o)
+    });
+    let (request, ev) = next_pending(ev).await;
+    let answer =
+        json!({"id": request["id"], "input_sha256": request["input_sha256"], "answer": "session"});
+    assert_eq!(
+        api(&s, "POST", "/api/approvals/answer", Some(answer)).0,
+        200
+    );
+    let (conn, done) = waiting.await.unwrap();
+    assert_eq!(done["status"], "ok", "{done}");
+    let (_, grants) = api(&s, "GET", "/api/grants", None);
+    let granted = grants["session"][0].clone();
+    assert_eq!(granted["key"], "edit:stats/", "{grants}");
+    let revoke = json!({"scope": "session", "session": granted["session"], "key": "edit:stats/"});
+    let (status, body) = api(&s, "POST", "/api/grants/revoke", Some(revoke));
+    assert_eq!((status, body["revoked"].clone()), (200, json!(1)), "{body}");
+    assert_eq!(api(&s, "GET", "/api/grants", None).1["session"], json!([]));
+    // The same session's next edit is asked about again, not allowed by the revoked grant.
+    let again =
+        json!({"path": "stats/window.py", "old_string": "xs[-5:]", "new_string": "xs[-7:]"});
+    let waiting = tokio::spawn(async move { call(&conn, "edit", again).await });
+    let (request, _ev) = next_pending(ev).await;
+    let answer =
+        json!({"id": request["id"], "input_sha256": request["input_sha256"], "answer": "deny"});
+    assert_eq!(
+        api(&s, "POST", "/api/approvals/answer", Some(answer)).0,
+        200
+    );
+    assert_eq!(waiting.await.unwrap()["status"], "denied");
+    assert!(ws.read("stats/window.py").contains("xs[-5:]"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_a_browser_the_console_approves_an_edit_and_undoes_it() {
     let Some(browser) = Browser::launch() else {
