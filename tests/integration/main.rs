@@ -61,4 +61,9 @@ mod console;
 mod shell_scopes;
 
 // The model-facing surface (issue #18).
+mod descriptions;
+mod fetch_format;
+mod grep_modes;
 mod output_schema;
+mod paging;
+mod read_media;
