@@ -1,11 +1,14 @@
-//! `glob`: files whose path matches a glob pattern, newest first.
+//! `glob`: files whose path matches a glob pattern, newest first, a page at a time.
 //!
 //! The pattern is matched against each file's path relative to `path` (default: the workspace
 //! root), with `/` as separator: `*` and `?` do not cross `/`, `**` matches any number of
 //! directories, `{a,b}` and `[ab]` work. A pattern without `/` (like `*.rs`) matches file
 //! names at any depth, as if it were `**/*.rs`. Only files are returned, as paths relative to
 //! the workspace root, one per line, sorted by modification time (newest first, ties by path),
-//! at most [`MAX_RESULTS`]. `.gitignore`/`.ignore`, the default ignores and the host's
+//! so the order is the same from call to call while the files stay put. A page is `head_limit`
+//! paths (default [`DEFAULT_HEAD_LIMIT`]) after skipping `offset`; when more remain,
+//! `data.next_offset` is where the next page starts and the closing note says so (a page cut
+//! by the output size budget too). `.gitignore`/`.ignore`, the default ignores and the host's
 //! deny-list are honoured. A path that is not an ordinary name is printed quoted
 //! (`toolgate_guest::names`) and listed exactly in `data.escaped_names`.
 
@@ -17,8 +20,10 @@ use toolgate_guest::{
     json, Budget, Context, Descriptor, Output, PathAccess, Risk, Tool, ToolError, Value,
 };
 
-/// The most paths returned.
-pub const MAX_RESULTS: usize = 100;
+/// Paths on a page when `head_limit` is not given.
+pub const DEFAULT_HEAD_LIMIT: u64 = 100;
+/// The largest `head_limit` accepted.
+pub const MAX_HEAD_LIMIT: u64 = 10_000;
 /// Bytes kept free in the budget for the closing note.
 const NOTE_RESERVE: usize = 256;
 
@@ -28,18 +33,14 @@ impl Tool for Glob {
     fn describe() -> Descriptor {
         Descriptor::new(
             "glob",
-            "Find files by path pattern, e.g. `**/*.rs`, `src/**/*.{ts,tsx}`, `*.md`. `*` does \
-             not cross `/`, `**` matches any directories; a pattern without `/` matches file \
-             names at any depth. Returns matching file paths (relative to the workspace root), \
-             newest first, at most 100; the output says when there were more. Skips \
-             .gitignore'd files and .git/node_modules/target/dist. Use `grep` to search \
-             contents. A path that is not a plain name (`:`, control or invisible characters, a \
-             leading quote, blank ends) is shown double-quoted with backslash escapes.",
+            include_str!("../description.md"),
             json!({
                 "type": "object",
                 "properties": {
                     "pattern": {"type": "string", "minLength": 1, "description": "Glob matched against paths relative to `path`, e.g. `**/*.rs` or `src/*.ts`. Without `/` it matches file names at any depth."},
-                    "path": {"type": "string", "description": "Directory to search in. Default: the workspace root."}
+                    "path": {"type": "string", "description": "Directory to search in. Default: the workspace root."},
+                    "offset": {"type": "integer", "minimum": 0, "description": "Matching files to skip before this page (in the newest-first order). Default 0. To continue a cut listing, pass the `next_offset` it gave."},
+                    "head_limit": {"type": "integer", "minimum": 1, "maximum": MAX_HEAD_LIMIT, "description": "Most paths on this page. Default 100."}
                 },
                 "required": ["pattern"],
                 "additionalProperties": false
@@ -57,6 +58,9 @@ impl Tool for Glob {
 toolgate_guest::register_tool!(Glob);
 
 pub use toolgate_guest::Report;
+
+mod page;
+use page::{Page, Paging};
 
 /// Split a pattern into the literal directory prefix (no glob characters) the walk can start
 /// from, and the rest.
@@ -84,6 +88,7 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
             ))
         }
     };
+    let paging = Paging::from_input(input)?;
     let base = match input.get("path").and_then(Value::as_str) {
         Some(p) if !p.is_empty() => Path::new(p).to_path_buf(),
         _ => cx.root().to_path_buf(),
@@ -161,12 +166,16 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
     found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
 
     let total = found.len();
+    let offset = usize::try_from(paging.offset).unwrap_or(usize::MAX);
+    let limit = usize::try_from(paging.limit).unwrap_or(usize::MAX);
     let mut budget = Budget::new(cx.max_output_bytes().saturating_sub(NOTE_RESERVE).max(1));
     let mut returned = 0;
+    let mut cut_by_budget = false;
     let mut escaped = Escaped::new();
-    for (_, rel) in found.iter().take(MAX_RESULTS) {
+    for (_, rel) in found.iter().skip(offset).take(limit) {
         let shown = names::display(rel);
         if !budget.push_line(&shown) {
+            cut_by_budget = true;
             break;
         }
         if let std::borrow::Cow::Owned(_) = shown {
@@ -175,35 +184,42 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
         returned += 1;
     }
     let mut content = budget.into_string();
-    let truncated = returned < total;
-    if total == 0 {
-        content.push_str(&format!(
-            "No files match `{pattern}` under {}\n",
-            escaped.show(&base_rel)
-        ));
-    } else if truncated {
-        let why = if returned >= MAX_RESULTS {
-            format!("the {MAX_RESULTS}-result cap")
-        } else {
-            "the output size budget".to_string()
-        };
-        content.push_str(&format!(
-            "[truncated: showing the {returned} newest of {total} matching files (limited by {why}); narrow the pattern or path]\n"
-        ));
+    // A page always moves forward: a path too long for the budget is shown on its own (the
+    // host cuts and saves an output over its limit), never an empty page that points at itself.
+    if returned == 0 && cut_by_budget {
+        if let Some((_, rel)) = found.get(offset) {
+            let shown = names::display(rel);
+            content.push_str(&shown);
+            content.push('\n');
+            if let std::borrow::Cow::Owned(_) = shown {
+                escaped.note(rel);
+            }
+            returned = 1;
+            cut_by_budget = false;
+        }
     }
-    let summary = if truncated {
-        format!("glob `{pattern}`: showing {returned} of {total} files")
-    } else {
-        format!(
-            "glob `{pattern}`: {total} file{}",
-            if total == 1 { "" } else { "s" }
-        )
+    let page = Page {
+        offset,
+        returned,
+        total,
     };
+    // The start path is named only in the notes for an empty page.
+    let shown_base = if offset >= total {
+        escaped.show(&base_rel).into_owned()
+    } else {
+        String::new()
+    };
+    let next_offset = page.next_offset();
+    let truncated = next_offset.is_some();
+    content.push_str(&page.note(pattern, &shown_base, limit, cut_by_budget));
+    let summary = page.summary(pattern);
     let mut data = json!({
         "pattern": pattern,
         "path": base_rel,
         "files": total,
         "files_returned": returned,
+        "offset": offset,
+        "next_offset": next_offset,
         "unreadable": errors,
     });
     escaped.add_to(&mut data);

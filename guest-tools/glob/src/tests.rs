@@ -105,8 +105,131 @@ fn cap_is_visible_with_totals() {
     assert_eq!(lines[99], "f099.txt");
     assert_eq!(
         lines[100],
-        "[truncated: showing the 100 newest of 150 matching files (limited by the 100-result cap); narrow the pattern or path]"
+        "[truncated: showing the 100 newest of 150 matching files (limited by head_limit=100); 50 more; continue with offset=100, or narrow the pattern or path]"
     );
+    assert_eq!(r.data["next_offset"], 100);
+    assert_eq!(r.summary, "glob `*.txt`: showing 100 of 150 files");
+}
+
+/// The paths on a page (the lines that are not notes).
+fn paths(r: &Report) -> Vec<String> {
+    r.content
+        .lines()
+        .filter(|l| !l.starts_with('['))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn offset_pages_through_the_list_without_overlap_or_gap() {
+    let root = tmp();
+    // Ties in modification time (ten files share each time) are broken by path, so pages
+    // are stable.
+    let base = SystemTime::now() - Duration::from_secs(5000);
+    for i in 0..250u64 {
+        let p = root.join(format!("d{}/f{i:03}.txt", i % 3));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, "x").unwrap();
+        let f = std::fs::File::options().write(true).open(&p).unwrap();
+        f.set_modified(base - Duration::from_secs(i / 10)).unwrap();
+    }
+    let full = glob(&root, json!({"pattern": "*.txt", "head_limit": 1000})).unwrap();
+    assert!(!full.truncated);
+    assert_eq!(full.data["next_offset"], Value::Null);
+    let full = paths(&full);
+    assert_eq!(full.len(), 250);
+    // Newest first, ties by path: the first ten share a time.
+    assert_eq!(full[0], "d0/f000.txt");
+    assert_eq!(full[1], "d0/f003.txt");
+    assert_eq!(full[4], "d1/f001.txt");
+    let mut sorted = full.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 250);
+
+    let mut pages = Vec::new();
+    let mut offset = json!(0);
+    let mut calls = 0;
+    while !offset.is_null() {
+        let r = glob(
+            &root,
+            json!({"pattern": "*.txt", "offset": offset, "head_limit": 100}),
+        )
+        .unwrap();
+        assert_eq!(r.totals[0].1, 250, "the total stays the whole count");
+        pages.extend(paths(&r));
+        offset = r.data["next_offset"].clone();
+        calls += 1;
+        if calls == 2 {
+            assert_eq!(offset, 200);
+            assert!(r.truncated);
+            assert_eq!(r.totals, vec![("files", 250, 100)]);
+            assert_eq!(r.summary, "glob `*.txt`: files 101–200 of 250");
+            assert!(r.content.ends_with(
+                "[truncated: showing files 101–200 of 250 matching, newest first (limited by head_limit=100); 50 more; continue with offset=200, or narrow the pattern or path]\n"
+            ), "{}", r.content);
+        }
+        if calls == 3 {
+            assert!(!r.truncated);
+            assert_eq!(r.totals, vec![("files", 250, 50)]);
+            assert!(r.content.ends_with(
+                "[showing files 201–250 of 250 matching (from offset=200); that is the end, no more files]\n"
+            ));
+        }
+    }
+    assert_eq!(calls, 3);
+    assert_eq!(pages, full);
+}
+
+#[test]
+fn offset_past_the_end_is_an_empty_page_that_says_so() {
+    let root = tmp();
+    for i in 0..5 {
+        put(&root, &format!("f{i}.txt"), i);
+    }
+    let r = glob(&root, json!({"pattern": "*.txt", "offset": 5})).unwrap();
+    assert_eq!(
+        r.content,
+        "[no files on this page: offset=5 is past the end; `*.txt` matches 5 files under ., so pass an offset below 5 (offset=0 starts from the newest)]\n"
+    );
+    assert!(!r.truncated);
+    assert_eq!(r.totals, vec![("files", 5, 0)]);
+    assert_eq!(r.data["next_offset"], Value::Null);
+    let e = glob(&root, json!({"pattern": "*.txt", "head_limit": 0})).unwrap_err();
+    assert_eq!(code(&e), "bad-input");
+    let e = glob(&root, json!({"pattern": "*.txt", "offset": -1})).unwrap_err();
+    assert_eq!(code(&e), "bad-input");
+}
+
+#[test]
+fn a_page_cut_by_the_byte_budget_gives_the_exact_next_offset() {
+    let root = tmp();
+    for i in 0..100 {
+        put(&root, &format!("file-with-a-long-name-{i:03}.txt"), i);
+    }
+    // 30 bytes a line; the budget keeps 256 bytes for the note.
+    let cx = Context::for_tests(&root, 256 + 300, &[]);
+    let mut seen = Vec::new();
+    let mut offset = 0u64;
+    loop {
+        let r = run(&json!({"pattern": "*.txt", "offset": offset}), &cx).unwrap();
+        let page = paths(&r);
+        assert!(page.len() <= 10, "{}", r.content);
+        seen.extend(page);
+        match r.data["next_offset"].as_u64() {
+            Some(next) => {
+                assert_eq!(next, offset + r.totals[0].2);
+                assert!(r.content.contains("(limited by the output size budget)"));
+                assert!(r.content.contains(&format!("continue with offset={next}")));
+                offset = next;
+            }
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (0..100)
+        .map(|i| format!("file-with-a-long-name-{i:03}.txt"))
+        .collect();
+    assert_eq!(seen, expected);
 }
 
 #[test]

@@ -1,32 +1,36 @@
-//! `ls`: a directory's tree, indented two spaces per level, directories with a trailing `/`.
+//! `ls`: a directory's tree, indented two spaces per level, directories with a trailing `/`,
+//! a page at a time.
 //!
 //! The first line is the listed directory (relative to the workspace root, `./` for the root).
-//! Entries are in name order, `depth` levels deep (default [`DEFAULT_DEPTH`]; 1 lists only the
-//! directory's own entries); a non-empty directory at the depth limit is shown as `name/ …`.
-//! `.gitignore`/`.ignore`, the default ignores (.git, node_modules, target, dist, .toolgate),
-//! the host's deny-list and the caller's `ignore` globs are skipped. At most [`MAX_ENTRIES`]
-//! entries are returned; entries past the cap are still counted (up to [`COUNT_LIMIT`]). A
-//! name that is not ordinary is printed quoted (`toolgate_guest::names`; so a name with leading
-//! spaces cannot pose as a deeper level) and its workspace-relative path listed exactly in
-//! `data.escaped_names`.
+//! Entries are in name order, depth first, `depth` levels deep (default [`DEFAULT_DEPTH`]; 1
+//! lists only the directory's own entries); a non-empty directory at the depth limit is shown
+//! as `name/ …`. `.gitignore`/`.ignore`, the default ignores (.git, node_modules, target,
+//! dist, .toolgate), the host's deny-list and the caller's `ignore` globs are skipped. A page
+//! is `head_limit` entries (default [`DEFAULT_HEAD_LIMIT`]) after skipping `offset`, each
+//! indented as in the whole tree, so pages put together are the whole listing; when more
+//! remain, `data.next_offset` is where the next page starts and the closing note says so (a
+//! page cut by the output size budget too). Entries past the page are still counted (up to
+//! [`COUNT_LIMIT`], or further when the page lies beyond it). A name that is not ordinary is
+//! printed quoted (`toolgate_guest::names`; so a name with leading spaces cannot pose as a
+//! deeper level) and its workspace-relative path listed exactly in `data.escaped_names`.
 
 use std::path::Path;
 use toolgate_guest::names::{self, Escaped};
 use toolgate_guest::walk::{self, Options};
-use toolgate_guest::{
-    json, Budget, Context, Descriptor, Output, PathAccess, Risk, Tool, ToolError, Value,
-};
+use toolgate_guest::{json, Context, Descriptor, Output, PathAccess, Risk, Tool, ToolError, Value};
 
 /// Levels listed when `depth` is not given.
 pub const DEFAULT_DEPTH: u64 = 3;
 /// The deepest `depth` accepted.
 pub const MAX_DEPTH: u64 = 32;
-/// The most entries returned.
-pub const MAX_ENTRIES: u64 = 1000;
+/// Entries on a page when `head_limit` is not given.
+pub const DEFAULT_HEAD_LIMIT: u64 = 1000;
+/// The largest `head_limit` accepted.
+pub const MAX_HEAD_LIMIT: u64 = 10_000;
 /// Entries counted before the walk stops and the total becomes "at least".
 pub const COUNT_LIMIT: u64 = 100_000;
 /// Bytes kept free in the budget for the closing notes.
-const NOTE_RESERVE: usize = 512;
+const NOTE_RESERVE: usize = 1024;
 
 struct Ls;
 
@@ -34,18 +38,15 @@ impl Tool for Ls {
     fn describe() -> Descriptor {
         Descriptor::new(
             "ls",
-            "List a directory as an indented tree (directories end with `/`), 3 levels deep by \
-             default, at most 1000 entries; the output says when it was cut. Skips \
-             .gitignore'd files and .git/node_modules/target/dist/.toolgate. Use `glob` to find \
-             files by pattern and `read` to read a file. A name that is not plain (`:`, \
-             control or invisible characters, a leading quote, blank ends) is shown \
-             double-quoted with backslash escapes.",
+            include_str!("../description.md"),
             json!({
                 "type": "object",
                 "properties": {
                     "path": {"type": "string", "description": "Directory to list. Default: the workspace root."},
                     "ignore": {"type": "array", "items": {"type": "string"}, "description": "Extra glob patterns to skip, matched against entry names and workspace-relative paths, e.g. [\"*.log\", \"fixtures\"]."},
-                    "depth": {"type": "integer", "minimum": 1, "maximum": MAX_DEPTH, "description": "How many levels to list: 1 lists only the directory's own entries. Default 3."}
+                    "depth": {"type": "integer", "minimum": 1, "maximum": MAX_DEPTH, "description": "How many levels to list: 1 lists only the directory's own entries. Default 3."},
+                    "offset": {"type": "integer", "minimum": 0, "description": "Entries to skip before this page (in the listing's order). Default 0. To continue a cut listing, pass the `next_offset` it gave, with the same path, depth and ignore."},
+                    "head_limit": {"type": "integer", "minimum": 1, "maximum": MAX_HEAD_LIMIT, "description": "Most entries on this page. Default 1000."}
                 },
                 "additionalProperties": false
             }),
@@ -62,6 +63,9 @@ impl Tool for Ls {
 toolgate_guest::register_tool!(Ls);
 
 pub use toolgate_guest::Report;
+
+mod page;
+use page::{Page, Paging};
 
 /// The tool's logic, callable outside a component.
 pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
@@ -83,6 +87,7 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
                 .collect()
         })
         .unwrap_or_default();
+    let paging = Paging::from_input(input)?;
     let base_rel = cx.relative(&base);
     let meta = std::fs::metadata(&base).map_err(|e| ToolError::io_at(cx, &base, &base_rel, &e))?;
     if !meta.is_dir() {
@@ -101,31 +106,38 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
     } else {
         format!("{}/", escaped.show(&base_rel))
     };
-    let mut budget = Budget::new(cx.max_output_bytes().saturating_sub(NOTE_RESERVE).max(1));
-    budget.push_line(&header);
+    let max_bytes = cx.max_output_bytes().saturating_sub(NOTE_RESERVE).max(1);
+    let mut content = format!("{header}\n");
     let options = Options {
         max_depth: Some(depth),
         ignore,
         no_ignore_files: false,
         with_mtime: false,
     };
+    let Paging { offset, limit } = paging;
+    // Count far enough to know whether anything lies past the page.
+    let count_limit = COUNT_LIMIT.max(offset.saturating_add(limit).saturating_add(1));
     let mut seen: u64 = 0;
     let mut returned: u64 = 0;
     let mut dirs: u64 = 0;
     let mut files: u64 = 0;
     let mut unexpanded: u64 = 0;
     let mut emitting = true;
+    let mut cut_by_budget = false;
     let mut counting_stopped = false;
+    // The directory holding the page's first entry, when the page starts below the top level.
+    let mut first_inside: Option<String> = None;
     let mut row = String::new();
     let errors = walk::walk(cx, &base, &options, |entry| {
+        let index = seen;
         seen += 1;
         if entry.is_dir {
             dirs += 1;
         } else {
             files += 1;
         }
-        if emitting {
-            if returned >= MAX_ENTRIES {
+        if emitting && index >= offset {
+            if returned >= limit {
                 emitting = false;
             } else {
                 row.clear();
@@ -133,71 +145,76 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
                     row.push_str("  ");
                 }
                 // The entry's own name, from its exact workspace-relative path.
-                let name = entry.rel.rsplit('/').next().unwrap_or(&entry.rel);
+                let (parent, name) = entry.rel.rsplit_once('/').unwrap_or(("", &entry.rel));
                 let shown = names::display(name);
                 let quoted = matches!(shown, std::borrow::Cow::Owned(_));
                 row.push_str(&shown);
+                let marked = entry.is_dir && entry.depth >= depth && has_entries(&entry.path);
                 if entry.is_dir {
                     row.push('/');
-                    if entry.depth >= depth && has_entries(&entry.path) {
+                    if marked {
                         row.push_str(" …");
-                        unexpanded += 1;
                     }
                 }
-                if budget.push_line(&row) {
+                // A page always moves forward: a first row too long for the budget is shown
+                // anyway (the host cuts and saves an output over its limit).
+                if returned == 0 || content.len() + row.len() < max_bytes {
+                    content.push_str(&row);
+                    content.push('\n');
                     returned += 1;
+                    if marked {
+                        unexpanded += 1;
+                    }
                     if quoted {
                         escaped.note(&entry.rel);
                     }
+                    if returned == 1 && offset > 0 && entry.depth > 1 {
+                        first_inside = Some(parent.to_string());
+                    }
                 } else {
                     emitting = false;
+                    cut_by_budget = true;
                 }
             }
         }
-        if seen >= COUNT_LIMIT {
+        if seen >= count_limit {
             counting_stopped = true;
             return false;
         }
         true
     });
 
-    let mut content = budget.into_string();
-    let truncated = returned < seen;
-    let seen_text = if counting_stopped {
-        format!("at least {seen}")
-    } else {
-        seen.to_string()
+    let page = Page {
+        offset,
+        returned,
+        seen,
+        exact: !counting_stopped,
     };
-    if seen == 0 {
-        content.push_str("[empty directory (or everything in it is ignored)]\n");
+    let next_offset = page.next_offset();
+    let truncated = next_offset.is_some();
+    if let Some(parent) = first_inside {
+        let note = format!(
+            "[continued: the first entry here is inside {}/]\n",
+            escaped.show(&parent)
+        );
+        content.insert_str(header.len() + 1, &note);
     }
-    if truncated {
-        let why = if returned >= MAX_ENTRIES {
-            format!("the {MAX_ENTRIES}-entry cap")
-        } else {
-            "the output size budget".to_string()
-        };
-        content.push_str(&format!(
-            "[truncated: showing {returned} of {seen_text} entries (limited by {why}); list a subdirectory with path, lower depth, or add ignore globs]\n"
-        ));
-    }
+    let shown_base = names::display(&base_rel);
+    content.push_str(&page.note(&shown_base, depth, limit, cut_by_budget));
     if unexpanded > 0 {
         content.push_str(&format!(
             "[directories marked … have more entries below depth {depth}; pass a larger depth or list them with path]\n"
         ));
     }
-    let shown_base = names::display(&base_rel);
-    let summary = if truncated {
-        format!("ls {shown_base}: showing {returned} of {seen_text} entries")
-    } else {
-        format!("ls {shown_base}: {dirs} directories, {files} files")
-    };
+    let summary = page.summary(&shown_base, dirs, files);
     let mut data = json!({
             "path": base_rel,
             "depth": depth,
             "entries": seen,
             "entries_returned": returned,
             "entries_exact": !counting_stopped,
+            "offset": offset,
+            "next_offset": next_offset,
             "directories": dirs,
             "files": files,
             "unexpanded_directories": unexpanded,

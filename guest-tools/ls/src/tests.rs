@@ -96,9 +96,139 @@ fn entry_cap_is_visible_with_totals() {
     let last = r.content.lines().last().unwrap();
     assert_eq!(
         last,
-        "[truncated: showing 1000 of 1200 entries (limited by the 1000-entry cap); list a subdirectory with path, lower depth, or add ignore globs]"
+        "[truncated: showing 1000 of 1200 entries (limited by head_limit=1000); 200 more; continue with offset=1000, or list a subdirectory with path, lower depth, or add ignore globs]"
     );
     assert_eq!(r.content.lines().nth(1000).unwrap(), "  f0999");
+    assert_eq!(r.data["next_offset"], 1000);
+}
+
+/// The entry rows of a page (not the header, not the notes).
+fn rows(r: &Report) -> Vec<String> {
+    r.content
+        .lines()
+        .filter(|l| l.starts_with("  "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A tree of 250 entries: 6 directories of 3 subdirectories with 12 files each (40 entries a
+/// directory), then 10 files on top.
+fn tree(root: &Path) -> usize {
+    let mut n = 0;
+    for d in 0..6 {
+        n += 1;
+        for s in 0..3 {
+            n += 1;
+            for f in 0..12 {
+                put(root, &format!("d{d}/s{s}/f{f:02}.txt"));
+                n += 1;
+            }
+        }
+    }
+    for f in 0..10 {
+        put(root, &format!("top{f:02}.txt"));
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn offset_pages_through_the_tree_without_overlap_or_gap() {
+    let root = tmp();
+    let n = tree(&root);
+    assert_eq!(n, 250);
+    let full = ls(&root, json!({})).unwrap();
+    assert!(!full.truncated);
+    assert_eq!(full.data["next_offset"], Value::Null);
+    let full = rows(&full);
+    assert_eq!(full.len(), 250);
+
+    let mut pages = Vec::new();
+    let mut offset = json!(0);
+    let mut calls = 0;
+    while !offset.is_null() {
+        let r = ls(&root, json!({"offset": offset, "head_limit": 100})).unwrap();
+        assert_eq!(
+            r.content.lines().next(),
+            Some("./"),
+            "every page names the directory"
+        );
+        assert_eq!(r.totals[0].1, 250, "the total stays the whole count");
+        pages.extend(rows(&r));
+        offset = r.data["next_offset"].clone();
+        calls += 1;
+        if calls == 2 {
+            assert_eq!(offset, 200);
+            assert!(r.truncated);
+            assert_eq!(r.summary, "ls .: entries 101–200 of 250");
+            // Entry 101 is d2/s1/f05.txt: the page says where it starts.
+            assert_eq!(
+                r.content.lines().nth(1),
+                Some("[continued: the first entry here is inside d2/s1/]")
+            );
+            assert!(r.content.ends_with(
+                "[truncated: showing entries 101–200 of 250 (limited by head_limit=100); 50 more; continue with offset=200, or list a subdirectory with path, lower depth, or add ignore globs]\n"
+            ), "{}", r.content);
+        }
+        if calls == 3 {
+            assert!(!r.truncated);
+            assert_eq!(r.totals, vec![("entries", 250, 50)]);
+            assert!(r.content.ends_with(
+                "[showing entries 201–250 of 250 (from offset=200); that is the end, no more entries]\n"
+            ));
+        }
+    }
+    assert_eq!(calls, 3);
+    assert_eq!(pages, full);
+}
+
+#[test]
+fn offset_past_the_end_is_an_empty_page_that_says_so() {
+    let root = tmp();
+    put(&root, "a.txt");
+    put(&root, "b.txt");
+    let r = ls(&root, json!({"offset": 2})).unwrap();
+    assert_eq!(
+        r.content,
+        "./\n[no entries on this page: offset=2 is past the end; . has 2 entries (depth 3), so pass an offset below 2 (offset=0 starts from the top)]\n"
+    );
+    assert!(!r.truncated);
+    assert_eq!(r.totals, vec![("entries", 2, 0)]);
+    assert_eq!(r.data["next_offset"], Value::Null);
+    assert_eq!(r.summary, "ls .: no entries past offset 2 (of 2)");
+    let e = ls(&root, json!({"head_limit": 0})).unwrap_err();
+    assert_eq!(code(&e), "bad-input");
+}
+
+#[test]
+fn a_page_cut_by_the_byte_budget_gives_the_exact_next_offset() {
+    let root = tmp();
+    for i in 0..100 {
+        put(&root, &format!("entry-with-a-long-name-{i:03}"));
+    }
+    // 29 bytes a row; the budget keeps 1024 bytes for the notes.
+    let cx = Context::for_tests(&root, 1024 + 300, &[]);
+    let mut seen = Vec::new();
+    let mut offset = 0u64;
+    loop {
+        let r = run(&json!({"offset": offset}), &cx).unwrap();
+        let page = rows(&r);
+        assert!(page.len() <= 10, "{}", r.content);
+        seen.extend(page);
+        match r.data["next_offset"].as_u64() {
+            Some(next) => {
+                assert_eq!(next, offset + r.totals[0].2);
+                assert!(r.content.contains("(limited by the output size budget)"));
+                assert!(r.content.contains(&format!("continue with offset={next}")));
+                offset = next;
+            }
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (0..100)
+        .map(|i| format!("  entry-with-a-long-name-{i:03}"))
+        .collect();
+    assert_eq!(seen, expected);
 }
 
 #[test]
