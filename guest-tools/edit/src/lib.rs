@@ -23,15 +23,7 @@ impl Tool for Edit {
     fn describe() -> Descriptor {
         Descriptor::new(
             "edit",
-            "Edit a text file by replacing old_string with new_string. old_string must match the \
-             file exactly (copy it from read output without the line-number prefix) and must be \
-             unique: include enough surrounding lines, or set replace_all to replace every \
-             occurrence. If it only matches with different indentation or spacing, the edit is \
-             applied to those whole lines, new_string is re-indented to the file's style, and the \
-             result says so. If nothing matches, the error shows the closest lines of the file \
-             with tabs and trailing spaces made visible. An empty old_string creates a new file \
-             (or fills an empty one) with new_string. CRLF line endings are kept. Read the file \
-             before editing it.",
+            include_str!("../description.md"),
             json!({
                 "type": "object",
                 "properties": {

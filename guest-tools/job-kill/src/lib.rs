@@ -9,10 +9,7 @@ struct T;
 
 impl Tool for T {
     fn describe() -> Descriptor {
-        exec::job_tool_descriptor(
-            "job_kill",
-            "Stop a background shell job: kill its whole process group and show its last output.",
-        )
+        exec::job_tool_descriptor("job_kill", include_str!("../description.md"))
     }
 
     fn call(input: Value, _cx: &Context) -> Result<Output, ToolError> {

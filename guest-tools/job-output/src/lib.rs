@@ -9,10 +9,7 @@ struct T;
 
 impl Tool for T {
     fn describe() -> Descriptor {
-        exec::job_tool_descriptor(
-            "job_output",
-            "Read what a background shell job printed since the last job_output call, and whether it is still running (exit code when it ended). A job that ended with a non-zero status, by a signal or at its timeout is reported as an error (exit-status, signal, timeout) with its output.",
-        )
+        exec::job_tool_descriptor("job_output", include_str!("../description.md"))
     }
 
     fn call(input: Value, _cx: &Context) -> Result<Output, ToolError> {

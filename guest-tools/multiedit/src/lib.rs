@@ -22,13 +22,7 @@ impl Tool for MultiEdit {
     fn describe() -> Descriptor {
         Descriptor::new(
             "multiedit",
-            "Make several edits to one file at once. Each edit replaces old_string with \
-             new_string under the same rules as the edit tool (exact and unique unless \
-             replace_all; a whitespace-only mismatch is tolerated on whole lines and re-indented, \
-             with a note). Edits apply in order, each to the result of the previous ones, so \
-             later old_strings must match the text after earlier edits. All or nothing: if any \
-             edit fails, the file is not changed and the error names the failing edit (0-based). \
-             To create a new file, give the first edit an empty old_string.",
+            include_str!("../description.md"),
             json!({
                 "type": "object",
                 "properties": {

@@ -16,17 +16,7 @@ impl Tool for Shell {
     fn describe() -> Descriptor {
         Descriptor::new(
             "shell",
-            "Run a command in the workspace. A simple command (plain words, a program name from \
-             PATH) runs without a shell and is approved per program (`shell:cargo`); anything \
-             with shell syntax (pipes, redirections, `&&`, `$VAR`, globs, quotes with `$`) runs \
-             with `bash -c` and is approved as its exact text. Commands run confined: writes only \
-             inside the workspace and a private TMPDIR, no network unless the policy allows it, \
-             a scrubbed environment. Output is previewed head + tail with exact totals; the full \
-             output is saved under .toolgate/outputs/. A non-zero exit, a signal or the timeout \
-             makes the call an error (exit-status, signal, timeout) that still shows the output \
-             and data.exit_code. A command running longer than the \
-             auto-background threshold (60 s by default) becomes a background job: read it with \
-             job_output, stop it with job_kill. Set run_in_background for servers and watchers.",
+            include_str!("../description.md"),
             json!({
                 "type": "object",
                 "properties": {

@@ -17,10 +17,7 @@ impl Tool for Write {
     fn describe() -> Descriptor {
         Descriptor::new(
             "write",
-            "Write a file: create it, or replace its whole content with `content`. Missing parent \
-             directories are created. To overwrite an existing file you must have read it first, \
-             and it must not have changed since. Prefer edit or multiedit to change part of an \
-             existing file. The content is written exactly as given (line endings included).",
+            include_str!("../description.md"),
             json!({
                 "type": "object",
                 "properties": {
