@@ -378,7 +378,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             gate.preload().await;
             let mut out = std::io::stdout().lock();
             if json {
-                let tools = gate.visible_tools();
+                let tools = gate.listed_tools();
                 writeln!(out, "{}", serde_json::to_string_pretty(&tools)?)?;
             } else {
                 writeln!(

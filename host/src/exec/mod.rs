@@ -8,6 +8,7 @@
 //!   text) in its own process group, [`confine`] applies Landlock, a fresh network and mount
 //!   namespace and a scrubbed environment, [`jobs`] keeps background jobs per session.
 
+pub mod catalog;
 pub mod confine;
 pub mod jobs;
 pub mod lex;

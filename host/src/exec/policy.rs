@@ -24,6 +24,7 @@
 //!
 //! A policy may only make these stricter (`[shell] banned = [...]` adds programs).
 
+use super::catalog::{self, BANNED};
 use super::lex::{lex, Lexed};
 use super::option_tables::{self as tables, find_primary, FindArgs};
 use super::options::{has, loose_hit, parse, Item, Table};
@@ -89,66 +90,6 @@ pub const WRAPPERS: &[&str] = &[
     "unbuffer",
     "proxychains",
     "torsocks",
-];
-
-/// Programs denied in every mode, with why.
-const BANNED: &[(&str, &str)] = &[
-    ("curl", "a network downloader (use the fetch tool)"),
-    ("wget", "a network downloader (use the fetch tool)"),
-    ("aria2c", "a network downloader (use the fetch tool)"),
-    ("axel", "a network downloader (use the fetch tool)"),
-    ("http", "a network client (use the fetch tool)"),
-    ("https", "a network client (use the fetch tool)"),
-    ("httpie", "a network client (use the fetch tool)"),
-    ("xh", "a network client (use the fetch tool)"),
-    ("lynx", "a browser"),
-    ("w3m", "a browser"),
-    ("links", "a browser"),
-    ("elinks", "a browser"),
-    ("chrome", "a browser"),
-    ("chromium", "a browser"),
-    ("firefox", "a browser"),
-    ("ssh", "a remote shell"),
-    ("scp", "a remote copy"),
-    ("sftp", "a remote copy"),
-    ("rsync", "a remote copy"),
-    ("nc", "a raw network tool"),
-    ("ncat", "a raw network tool"),
-    ("netcat", "a raw network tool"),
-    ("socat", "a raw network tool"),
-    ("telnet", "a remote shell"),
-    ("ftp", "a remote copy"),
-    ("sudo", "privilege escalation"),
-    ("su", "privilege escalation"),
-    ("doas", "privilege escalation"),
-    ("pkexec", "privilege escalation"),
-    ("runuser", "privilege escalation"),
-    ("systemctl", "a system change"),
-    ("service", "a system change"),
-    ("mount", "a system change"),
-    ("umount", "a system change"),
-    ("fdisk", "a system change"),
-    ("parted", "a system change"),
-    ("crontab", "a system change"),
-    ("iptables", "a system change"),
-    ("ip6tables", "a system change"),
-    ("nft", "a system change"),
-    ("shutdown", "a system change"),
-    ("reboot", "a system change"),
-    ("halt", "a system change"),
-    ("poweroff", "a system change"),
-    ("insmod", "a system change"),
-    ("rmmod", "a system change"),
-    ("modprobe", "a system change"),
-    ("useradd", "a system change"),
-    ("userdel", "a system change"),
-    ("usermod", "a system change"),
-    ("passwd", "a system change"),
-    ("visudo", "a system change"),
-    ("timedatectl", "a system change"),
-    ("hwclock", "a system change"),
-    ("sysctl", "a system change"),
-    ("chroot", "a system change"),
 ];
 
 /// Program + argument combinations denied in every mode: (program, subcommand or `None`,
@@ -699,8 +640,8 @@ fn subcommand_index(argv: &[String]) -> usize {
 /// The option table for `program` (or `git <sub>`), when there is one.
 fn table_for(program: &str, sub: Option<&str>) -> Option<&'static Table> {
     match (program, sub) {
-        ("git", Some(s)) => tables::git_table(s),
-        (p, None) => tables::table(p),
+        ("git", Some(s)) => catalog::git_table(s),
+        (p, None) => catalog::table(p),
         _ => None,
     }
 }
@@ -1615,7 +1556,7 @@ pub fn read_only_words(argv: &[String]) -> Option<Vec<&str>> {
                 .then_some(f.words)
         }
         name => {
-            let t = tables::table(name)?;
+            let t = catalog::table(name)?;
             let items = parse(t, args).ok()?;
             let words = safe_words(&items)?;
             if name == "date" {
@@ -1663,7 +1604,7 @@ fn safe_words<'a>(items: &[Item<'a>]) -> Option<Vec<&'a str>> {
 /// reads a file's content from history, which the scope check cannot see) or `log -L`.
 fn git_read_only(args: &[String]) -> Option<Vec<&str>> {
     let (sub, rest) = args.split_first()?;
-    let t = tables::git_table(sub)?;
+    let t = catalog::git_table(sub)?;
     let items = parse(t, rest).ok()?;
     let words = safe_words(&items)?;
     let operands: Vec<&str> = items

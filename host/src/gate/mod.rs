@@ -12,6 +12,7 @@
 pub mod approval;
 mod ask;
 mod decision;
+mod describe;
 pub mod explain;
 #[cfg(test)]
 mod fake;

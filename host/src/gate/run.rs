@@ -365,6 +365,18 @@ impl Gate {
         o.summary = out.summary;
         o.truncated = out.truncated;
         o.data = observe::parse_data(&out.data);
+        match crate::tools::image::take_image(&mut o.data) {
+            Ok(image) => o.images.extend(image),
+            Err(why) => {
+                return Observation::error(
+                    name,
+                    call_id,
+                    "bad-image",
+                    format!("the tool `{name}` returned an image the host does not pass on: {why}"),
+                    Some("the image was dropped; report this to the tool's author".into()),
+                )
+            }
+        }
         for t in out.totals {
             o.totals.insert(
                 t.unit,

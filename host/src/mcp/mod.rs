@@ -3,7 +3,7 @@
 //! - **One connection = one session.** Each connection gets a fresh session name
 //!   (`mcp-<random>`): its read records, session grants and approval queue belong to it, and
 //!   are forgotten when the connection ends. Project grants are shared (they are the project's).
-//! - **`tools/list`** is [`Gate::visible_tools`]: each tool's schema and description, with
+//! - **`tools/list`** is [`Gate::listed_tools`]: each tool's schema and description, with
 //!   annotations from its risk (`readOnlyHint` for read-only tools, `destructiveHint` for write
 //!   and exec, `openWorldHint` for network). In `safe` mode only read-only tools are listed.
 //! - **`notifications/tools/list_changed`** is sent when the visible set changes: checked on
@@ -52,18 +52,20 @@ pub mod elicit;
 pub mod http;
 pub mod mrtr;
 mod private_file;
+mod render;
 mod token;
+
+pub use render::{annotations, mcp_tool, render, render_text};
 
 use crate::cancel::CancelToken;
 use crate::gate::approval::{ApprovalRequest, Approver};
 use crate::gate::Gate;
-use crate::tools::{Observation, Risk, Status, ToolInfo};
+use crate::tools::Observation;
 use mrtr::{MrtrApprover, StateKey};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
     ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
@@ -499,8 +501,8 @@ impl ServerHandler for McpConnection {
         let tools: Vec<Tool> = self
             .inner
             .gate
-            .visible_tools()
-            .into_iter()
+            .listed_tools()
+            .iter()
             .map(mcp_tool)
             .collect();
         self.note_listed(tools.iter().map(|t| t.name.to_string()).collect());
@@ -508,12 +510,9 @@ impl ServerHandler for McpConnection {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.inner
-            .gate
-            .visible_tools()
-            .into_iter()
-            .find(|t| t.name == name)
-            .map(mcp_tool)
+        let gate = &self.inner.gate;
+        let tool = gate.visible_tools().into_iter().find(|t| t.name == name)?;
+        Some(mcp_tool(&gate.described(tool)))
     }
 
     async fn call_tool(
@@ -542,70 +541,6 @@ fn is_modern(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
 }
 
-/// A registry tool as MCP lists it; its outputSchema is the observation's (every result's).
-pub fn mcp_tool(info: &ToolInfo) -> Tool {
-    let schema: JsonObject = info.input_schema.as_object().cloned().unwrap_or_default();
-    let mut tool = Tool::new(info.name.clone(), info.description.clone(), schema);
-    tool.annotations = Some(annotations(info.risk));
-    let output = crate::tools::output_schema::observation_schema().clone();
-    tool.output_schema = Some(Arc::new(output));
-    tool
-}
-
-/// Annotations derived from a tool's risk.
-pub fn annotations(risk: Risk) -> ToolAnnotations {
-    ToolAnnotations::new()
-        .read_only(risk == Risk::ReadOnly)
-        .destructive(matches!(risk, Risk::Write | Risk::Exec))
-        .open_world(risk == Risk::Network)
-}
-
-/// The observation as an MCP result: the observation itself as `structuredContent`, and the
-/// text the model reads as `content`.
-pub fn render(o: &Observation) -> CallToolResult {
-    let structured = serde_json::to_value(o).unwrap_or(Value::Null);
-    let mut result = if matches!(o.status, Status::Error | Status::Denied) {
-        CallToolResult::error(vec![ContentBlock::text(render_text(o))])
-    } else {
-        CallToolResult::success(vec![ContentBlock::text(render_text(o))])
-    };
-    result.structured_content = Some(structured);
-    result
-}
-
-/// The text rendering: `[tool status] summary`, then the content, then (when the content does
-/// not already say them) the reason and hint, and where the whole output is when it was cut.
-pub fn render_text(o: &Observation) -> String {
-    let mut status = o.status.as_str().to_string();
-    if let Some(code) = &o.error_code {
-        status.push_str(&format!(": {code}"));
-    }
-    if let Some(stage) = &o.stage {
-        status.push_str(&format!(" at {stage}"));
-    }
-    let mut text = format!("[{} {status}] {}", o.tool, o.summary);
-    if !o.content.is_empty() {
-        text.push('\n');
-        text.push_str(&o.content);
-    }
-    if let Some(reason) = &o.reason {
-        if !o.content.contains(reason.as_str()) {
-            text.push_str(&format!("\nreason: {reason}"));
-        }
-    }
-    if let Some(hint) = &o.hint {
-        if !o.content.contains(hint.as_str()) {
-            text.push_str(&format!("\nhint: {hint}"));
-        }
-    }
-    if let Some(full) = &o.full_output_ref {
-        text.push_str(&format!(
-            "\n(the whole output is in {full}; read it with offset/limit)"
-        ));
-    }
-    text
-}
-
 fn new_session_name() -> String {
     crate::gate::unique_id("mcp")
 }
@@ -614,6 +549,7 @@ fn new_session_name() -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::tools::Risk;
 
     #[test]
     fn annotations_follow_risk() {

@@ -2,10 +2,12 @@
 //! components loaded from files, their descriptors as the host sees them, and observations.
 
 pub mod builtin;
+pub mod image;
 pub mod observation;
 pub mod output_schema;
 pub mod registry;
 
 pub use builtin::Builtin;
+pub use image::Image;
 pub use observation::{Observation, Status, Total};
 pub use registry::{Ceiling, Registry, Risk, ToolInfo};

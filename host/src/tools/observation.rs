@@ -83,6 +83,10 @@ pub struct Observation {
     /// Set on denials: the agent should stop and hand the turn back to the user.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_turn: Option<bool>,
+    /// Images for the model (MCP image content), taken out of `data` by the host: never
+    /// serialized, so the audit and `structuredContent` do not carry them.
+    #[serde(skip)]
+    pub images: Vec<super::Image>,
 }
 
 impl Observation {
@@ -104,6 +108,7 @@ impl Observation {
             stage: None,
             source: None,
             stop_turn: None,
+            images: Vec::new(),
         }
     }
 
