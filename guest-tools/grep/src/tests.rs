@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 static N: AtomicUsize = AtomicUsize::new(0);
 
-fn tmp() -> PathBuf {
+pub(crate) fn tmp() -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "toolgate-grep-{}-{}",
         std::process::id(),
@@ -15,18 +15,18 @@ fn tmp() -> PathBuf {
     dir
 }
 
-fn put(root: &Path, rel: &str, content: impl AsRef<[u8]>) {
+pub(crate) fn put(root: &Path, rel: &str, content: impl AsRef<[u8]>) {
     let p = root.join(rel);
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(p, content).unwrap();
 }
 
-fn grep(root: &Path, input: Value) -> Report {
+pub(crate) fn grep(root: &Path, input: Value) -> Report {
     let cx = Context::for_tests(root, 100_000, &["secrets/**", "*.pem"]);
     run(&input, &cx).unwrap()
 }
 
-fn code(e: &ToolError) -> String {
+pub(crate) fn code(e: &ToolError) -> String {
     let dbg = format!("{e:?}");
     let start = dbg.find("code: \"").unwrap() + 7;
     dbg[start..].split('"').next().unwrap().to_string()
@@ -79,11 +79,12 @@ fn max_matches_cap_counts_the_rest_honestly() {
     assert_eq!(
         r.content,
         "a.txt:1:hit 0\na.txt:2:hit 1\na.txt:3:hit 2\n\
-         [truncated: showing 3 of 100 matching lines in 2 files (limited by max_matches=3); narrow the pattern or use path/include, or raise max_matches]\n"
+         [truncated: showing 3 of 100 matching lines in 2 files (limited by head_limit=3); continue with offset=3, raise head_limit, or narrow the pattern or use path/include/type]\n"
     );
     assert!(r.truncated);
     assert_eq!(r.totals, vec![("matches", 100, 3), ("files", 2, 1)]);
     assert_eq!(r.data["matches_exact"], true);
+    assert_eq!(r.data["next_offset"], 3);
 }
 
 #[test]
@@ -205,8 +206,9 @@ fn budget_truncation_is_visible() {
     assert!(returned > 5 && returned < 100, "{returned}");
     assert_eq!(r.totals[0].1, 200);
     assert!(r.content.ends_with(&format!(
-        "[truncated: showing {returned} of 200 matching lines in 1 file (limited by the output size budget); narrow the pattern or use path/include]\n"
+        "[truncated: showing {returned} of 200 matching lines in 1 file (limited by the output size budget); continue with offset={returned}, or narrow the pattern or use path/include/type]\n"
     )));
+    assert_eq!(r.data["next_offset"], returned);
 }
 
 /// `TOOLGATE_GREP_BENCH_DIR=/some/tree TOOLGATE_GREP_BENCH_PATTERN=fn\ main cargo test --release
