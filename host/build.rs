@@ -210,6 +210,11 @@ fn watch_crates(dir: &Path) {
                     path.join("Cargo.toml").display()
                 );
                 println!("cargo:rerun-if-changed={}", path.join("src").display());
+                // The model-facing description, embedded with `include_str!`.
+                println!(
+                    "cargo:rerun-if-changed={}",
+                    path.join("description.md").display()
+                );
             }
         }
     }
