@@ -65,7 +65,7 @@ impl Searcher<'_> {
                 ));
             }
             content.push('\n');
-            if !self.multiline && pattern.contains("\\n") {
+            if !self.multiline && (pattern.contains("\\n") || pattern.contains('\n')) {
                 content.push_str(
                     "[the pattern has `\\n` but lines are matched one at a time: pass \
                      multiline=true to match across lines]\n",

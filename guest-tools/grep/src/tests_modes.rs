@@ -472,3 +472,39 @@ fn the_description_is_the_model_facing_file() {
         assert!(d.contains(option), "{option}");
     }
 }
+
+#[test]
+fn data_says_where_the_page_is() {
+    let root = tmp();
+    put(&root, "a.txt", "hello\nhello\n");
+    put(&root, "b.txt", "hello\n");
+    let r = grep(&root, json!({"pattern": "hello", "head_limit": 2}));
+    assert_eq!(
+        r.data,
+        json!({
+            "pattern": "hello", "path": ".", "output_mode": "content", "offset": 0,
+            "head_limit": 2, "next_offset": 2, "results": 3, "results_returned": 2,
+            "matches": 3, "matches_returned": 2, "matches_exact": true,
+            "files_searched": 2, "files_matched": 2, "files_returned": 1,
+            "binary_files_skipped": 0, "large_files_skipped": 0, "unreadable": 0,
+        })
+    );
+    assert_eq!(
+        r.summary,
+        "grep `hello`: showing 2 of 3 matching lines in 2 files"
+    );
+    let r = grep(
+        &root,
+        json!({"pattern": "hello", "head_limit": 2, "offset": 2}),
+    );
+    assert_eq!(
+        r.content,
+        "b.txt:1:hello\n[the last 1 of 3 matching lines, from offset=2: no more results]\n"
+    );
+    assert_eq!(
+        r.summary,
+        "grep `hello`: showing 1 of 3 matching lines in 2 files, from offset=2"
+    );
+    assert_eq!(r.data["next_offset"], Value::Null);
+    assert!(!r.truncated);
+}
