@@ -4,13 +4,24 @@
 //! The host only lets requests to the hosts on this tool's network allowlist through and
 //! refuses private, loopback and link-local addresses; a refused request is a tool error with
 //! the `wasi:http` error code (`http-request-denied`, `destination-ip-prohibited`, ...). At
-//! most `max_bytes` of the body are read; the content is the body decoded as UTF-8 (lossy),
-//! cut to the output budget, and says when it was cut. A body with NUL bytes in its first
-//! 8 KiB is treated as binary and not shown. A non-2xx status is still a successful call: the
-//! status is in the summary, the content and `data`.
+//! most `max_bytes` of the body are read. An HTML page is converted to Markdown (or plain
+//! text, or left as HTML: `format`) here, inside the component, so a hostile page is parsed
+//! under the call's memory and time limits; other text (JSON, plain text, ...) passes through
+//! unchanged; a binary body is described, never shown. The result is cut to the output
+//! budget and says when it was cut. A non-2xx status is still a successful call: the status is
+//! in the summary, the content and `data`.
+
+mod body;
+mod html;
+mod plain;
+mod sink;
+
+pub use body::Kind;
+pub use html::{
+    convert, Converted, Cut, Limit, Mode, MAX_DEPTH, MAX_ELEMENTS, MAX_PARSE_DEPTH, PARSE_TIME,
+};
 
 use toolgate_guest::http::{self, Request, Response};
-use toolgate_guest::text;
 use toolgate_guest::{json, serde_json, Context, Descriptor, Output, Risk, Tool, ToolError, Value};
 
 /// Body bytes read when `max_bytes` is not given.
@@ -21,6 +32,8 @@ pub const MAX_MAX_BYTES: u64 = 10 << 20;
 pub const MAX_REDIRECTS: u32 = 5;
 /// The methods accepted.
 pub const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
+/// The `format` values accepted.
+pub const FORMATS: &[&str] = &["markdown", "text", "raw"];
 /// Bytes kept free in the output budget for the closing notes.
 const NOTE_RESERVE: usize = 512;
 
@@ -30,13 +43,7 @@ impl Tool for Fetch {
     fn describe() -> Descriptor {
         Descriptor::new(
             "fetch",
-            "Make an HTTP(S) request and return the response body as text. Follows up to 5 \
-             redirects. Only hosts on this tool's network allowlist can be reached, and private \
-             or loopback addresses are refused; a refused request fails with code \
-             `http-request-denied` or `destination-ip-prohibited`. At most `max_bytes` of the \
-             body are read (default 1 MiB) and the text is cut to the output limit; the output \
-             says when it was cut. Binary bodies are not shown. Any status (404, 500, ...) is \
-             returned as a normal result; response headers are in `data.headers`.",
+            include_str!("../description.md"),
             json!({
                 "type": "object",
                 "properties": {
@@ -48,7 +55,8 @@ impl Tool for Fetch {
                         "description": "Request headers, e.g. {\"accept\": \"application/json\"}."
                     },
                     "body": {"type": "string", "description": "Request body (for POST, PUT, PATCH, DELETE)."},
-                    "max_bytes": {"type": "integer", "minimum": 1, "maximum": MAX_MAX_BYTES, "description": "The most body bytes to read. Default 1048576."}
+                    "max_bytes": {"type": "integer", "minimum": 1, "maximum": MAX_MAX_BYTES, "description": "The most body bytes to read. Default 1048576."},
+                    "format": {"type": "string", "enum": FORMATS, "description": "How an HTML page is returned: `markdown` (default), `text` (plain text, no markup) or `raw` (the HTML as sent). Other bodies are returned as they are."}
                 },
                 "required": ["url"],
                 "additionalProperties": false
@@ -147,10 +155,42 @@ pub fn parse_input(input: &Value) -> Result<(Request, usize), ToolError> {
     ))
 }
 
+/// How an HTML page is to be returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Converted to Markdown (the default).
+    Markdown,
+    /// Converted to plain text.
+    Text,
+    /// The HTML as it came.
+    Raw,
+}
+
+/// The `format` an input asks for (`None`: not given, Markdown for HTML).
+pub fn parse_format(input: &Value) -> Result<Option<Format>, ToolError> {
+    match input.get("format") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(f)) => match f.trim().to_ascii_lowercase().as_str() {
+            "markdown" | "md" => Ok(Some(Format::Markdown)),
+            "text" | "txt" => Ok(Some(Format::Text)),
+            "raw" | "html" => Ok(Some(Format::Raw)),
+            _ => Err(bad_input(format!(
+                "`format` \"{f}\" is not known; use one of {}",
+                FORMATS.join(", ")
+            ))),
+        },
+        Some(other) => Err(bad_input(format!(
+            "`format` must be a string (one of {}), not {other}",
+            FORMATS.join(", ")
+        ))),
+    }
+}
+
 /// The tool's logic, callable outside a component (where every request fails with
 /// `unsupported`).
 pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
     let (req, max_bytes) = parse_input(input)?;
+    let format = parse_format(input)?;
     let (method, url) = (req.method.clone(), req.url.clone());
     let resp = http::fetch(req, max_bytes, MAX_REDIRECTS).map_err(|e| {
         ToolError::new(&e.code, e.message.clone())
@@ -161,13 +201,15 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
         &url,
         max_bytes,
         &resp,
+        format,
         cx.max_output_bytes(),
     ))
 }
 
-/// Whether a body looks binary: a NUL byte in its first 8 KiB.
+/// Whether a body looks binary: a NUL byte in its first 8 KiB, or mostly bytes that are not
+/// UTF-8 text.
 pub fn looks_binary(body: &[u8]) -> bool {
-    text::has_nul_prefix(body)
+    body::looks_binary(body, false)
 }
 
 /// The media type of a `content-type` value, without parameters: `text/html`.
@@ -192,70 +234,150 @@ pub fn cut_point(body: &[u8], budget: usize) -> usize {
     }
 }
 
-/// Turn a response into the tool's output for a `method` request to `url`.
+/// The body as text cut to `budget` bytes: `(text, body bytes kept, whether it was cut)`.
+fn passthrough(resp: &Response, budget: usize) -> (String, u64, bool) {
+    let ctype = resp.header("content-type");
+    if body::is_latin1(body::charset(ctype).as_deref()) && std::str::from_utf8(&resp.body).is_err()
+    {
+        let text = body::decode(&resp.body, ctype);
+        let cut = cut_point(text.as_bytes(), budget);
+        let kept = text[..cut].chars().count() as u64;
+        return (text[..cut].to_string(), kept, cut < text.len());
+    }
+    let cut = cut_point(&resp.body, budget);
+    let mut text = String::from_utf8_lossy(&resp.body[..cut]).into_owned();
+    let mut kept = cut as u64;
+    if text.len() > budget {
+        // Invalid UTF-8 grew into replacement characters: cut the text itself.
+        let mut end = budget;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        kept = kept.min(end as u64);
+    }
+    (text, kept, cut < resp.body.len())
+}
+
+fn push_note(content: &mut String, note: &str) {
+    if !content.is_empty() && !content.ends_with('\n') {
+        content.push('\n');
+    }
+    content.push_str(note);
+    content.push('\n');
+}
+
+/// Turn a response into the tool's output for a `method` request to `url`, an HTML page in
+/// `format` (`None`: Markdown).
 pub fn render(
     method: &str,
     url: &str,
     max_bytes: usize,
     resp: &Response,
+    format: Option<Format>,
     max_output_bytes: usize,
 ) -> Report {
     let seen = resp.body_bytes_seen.max(resp.body.len() as u64);
     let ctype = media_type(resp.header("content-type"));
-    let binary = looks_binary(&resp.body);
+    let kind = if resp.body.is_empty() {
+        Kind::Text
+    } else {
+        body::classify(ctype.as_deref(), resp.header("content-type"), &resp.body)
+    };
+    let binary = matches!(kind, Kind::Binary(_));
     let budget = max_output_bytes.saturating_sub(NOTE_RESERVE).max(1);
 
     let mut content;
     let returned: u64;
     let mut cut_by_budget = false;
-    if binary {
-        content = format!(
-            "[binary body: {seen} bytes of {}; not shown]\n",
-            ctype.as_deref().unwrap_or("unknown type")
-        );
-        returned = 0;
-    } else if resp.body.is_empty() {
-        content = if resp.truncated {
-            String::new()
-        } else {
-            "[empty body]\n".to_string()
-        };
-        returned = 0;
-    } else {
-        let cut = cut_point(&resp.body, budget);
-        let mut text = String::from_utf8_lossy(&resp.body[..cut]).into_owned();
-        let mut kept = cut as u64;
-        if text.len() > budget {
-            // Invalid UTF-8 grew into replacement characters: cut the text itself.
-            let mut end = budget;
-            while !text.is_char_boundary(end) {
-                end -= 1;
+    let mut applied = "raw";
+    let mut converted: Option<Converted> = None;
+    let mut totals = Vec::new();
+    match &kind {
+        Kind::Binary(what) => {
+            content = format!(
+                "[binary body: {seen} bytes of {what}; not shown (fetch returns text only)]\n"
+            );
+            returned = 0;
+        }
+        _ if resp.body.is_empty() => {
+            content = if resp.truncated {
+                String::new()
+            } else {
+                "[empty body]\n".to_string()
+            };
+            returned = 0;
+        }
+        Kind::Html if format != Some(Format::Raw) => {
+            let mode = if format == Some(Format::Text) {
+                applied = "text";
+                Mode::Text
+            } else {
+                applied = "markdown";
+                Mode::Markdown
+            };
+            let page = body::decode(&resp.body, resp.header("content-type"));
+            let conv = html::convert(&page, &resp.url, mode);
+            let total = conv.text.len();
+            let cut = cut_point(conv.text.as_bytes(), budget);
+            content = conv.text[..cut].to_string();
+            cut_by_budget = cut < total;
+            if cut_by_budget {
+                push_note(
+                    &mut content,
+                    &format!(
+                        "[truncated: showing the first {cut} of {total} bytes of the page as {applied} (output limit {max_output_bytes} bytes)]"
+                    ),
+                );
             }
-            text.truncate(end);
-            kept = kept.min(end as u64);
+            if let Some(c) = conv.cut {
+                let why = match c.limit {
+                    Limit::Depth => format!("nests HTML elements more than {MAX_PARSE_DEPTH} deep"),
+                    Limit::Elements => format!("builds more than {MAX_ELEMENTS} HTML elements"),
+                    Limit::Time => format!(
+                        "took the HTML parser longer than {} s",
+                        html::PARSE_TIME.as_secs()
+                    ),
+                };
+                push_note(
+                    &mut content,
+                    &format!(
+                        "[page cut: it {why}, so only its first {} of {} bytes were converted]",
+                        c.parsed_bytes,
+                        resp.body.len()
+                    ),
+                );
+            }
+            returned = conv.cut.map_or(resp.body.len(), |c| c.parsed_bytes) as u64;
+            totals.push(("output_bytes", total as u64, cut as u64));
+            converted = Some(conv);
         }
-        cut_by_budget = cut < resp.body.len();
-        content = text;
-        returned = kept;
-    }
-    if cut_by_budget {
-        if !content.ends_with('\n') {
-            content.push('\n');
+        _ => {
+            let (text, kept, cut) = passthrough(resp, budget);
+            content = text;
+            returned = kept;
+            cut_by_budget = cut;
+            if cut {
+                push_note(
+                    &mut content,
+                    &format!(
+                        "[truncated: showing the first {returned} of {} body bytes (output limit {max_output_bytes} bytes)]",
+                        resp.body.len()
+                    ),
+                );
+            }
         }
-        content.push_str(&format!(
-            "[truncated: showing the first {returned} of {} body bytes (output limit {max_output_bytes} bytes)]\n",
-            resp.body.len()
-        ));
     }
     if resp.truncated {
-        if !content.is_empty() && !content.ends_with('\n') {
-            content.push('\n');
-        }
-        content.push_str(&format!(
-            "[body cut at max_bytes={max_bytes}: the response is longer; read {seen} bytes. Raise max_bytes (up to {MAX_MAX_BYTES}) to read more]\n"
-        ));
+        push_note(
+            &mut content,
+            &format!(
+                "[body cut at max_bytes={max_bytes}: the response is longer; read {seen} bytes. Raise max_bytes (up to {MAX_MAX_BYTES}) to read more]"
+            ),
+        );
     }
-    let truncated = resp.truncated || cut_by_budget || (binary && seen > 0);
+    let page_cut = converted.as_ref().is_some_and(|c| c.cut.is_some());
+    let truncated = resp.truncated || cut_by_budget || page_cut || (binary && seen > 0);
 
     let mut summary = format!(
         "{method} {url} -> {} ({seen}{} bytes, {})",
@@ -263,6 +385,9 @@ pub fn render(
         if resp.truncated { "+" } else { "" },
         ctype.as_deref().unwrap_or("no content-type")
     );
+    if converted.is_some() {
+        summary.push_str(&format!(" as {applied}"));
+    }
     if !resp.redirects.is_empty() {
         summary.push_str(&format!(
             " after {} redirect{} to {}",
@@ -292,11 +417,13 @@ pub fn render(
             }
         }
     }
+    totals.insert(0, ("bytes", seen, returned));
+    let conv = converted.unwrap_or_default();
     Report {
         summary,
         content,
         truncated,
-        totals: vec![("bytes", seen, returned)],
+        totals,
         data: json!({
             "status": resp.status,
             "method": method,
@@ -306,9 +433,13 @@ pub fn render(
             "headers": headers,
             "content_type": ctype,
             "binary": binary,
+            "format": if binary { "binary" } else { applied },
+            "title": conv.title,
             "body_bytes": seen,
             "returned_bytes": returned,
             "cut_at_max_bytes": resp.truncated,
+            "page_cut_at_bytes": conv.cut.map(|c| c.parsed_bytes),
+            "nesting_flattened": conv.flattened,
         }),
     }
 }
@@ -316,3 +447,7 @@ pub fn render(
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod convert_tests;

@@ -16,6 +16,11 @@ fn resp(status: u16, body: &[u8], headers: &[(&str, &str)]) -> Response {
     }
 }
 
+/// `render` with the default format.
+fn render(method: &str, url: &str, max_bytes: usize, r: &Response, max_output: usize) -> Report {
+    super::render(method, url, max_bytes, r, None, max_output)
+}
+
 fn code(e: &ToolError) -> String {
     let dbg = format!("{e:?}");
     let start = dbg.find("code: \"").unwrap() + 7;
@@ -118,10 +123,13 @@ fn summary_and_data() {
         ),
         4096,
     );
-    assert_eq!(r.summary, "GET https://x/y -> 404 (8 bytes, text/html)");
-    assert_eq!(r.content, "not here");
+    assert_eq!(
+        r.summary,
+        "GET https://x/y -> 404 (8 bytes, text/html) as markdown"
+    );
+    assert_eq!(r.content, "not here\n");
     assert!(!r.truncated);
-    assert_eq!(r.totals, vec![("bytes", 8, 8)]);
+    assert_eq!(r.totals[0], ("bytes", 8, 8));
     assert_eq!(r.data["status"], 404);
     assert_eq!(r.data["final_url"], "https://x.example/y");
     assert_eq!(
