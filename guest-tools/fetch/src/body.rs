@@ -116,11 +116,40 @@ pub fn charset(content_type: Option<&str>) -> Option<String> {
     })
 }
 
+/// The charset a body declares: the `content-type`'s, else a `<meta charset=...>` (or
+/// `http-equiv` content) in the first 1024 bytes.
+pub fn declared_charset(content_type: Option<&str>, body: &[u8]) -> Option<String> {
+    if let Some(c) = charset(content_type) {
+        return Some(c);
+    }
+    let head: Vec<u8> = body.iter().take(1024).map(u8::to_ascii_lowercase).collect();
+    let at = head.windows(8).position(|w| w == b"charset=")? + 8;
+    let name: String = head[at..]
+        .iter()
+        .skip_while(|&&b| b == b'"' || b == b'\'' || b == b' ')
+        .take_while(|&&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        .map(|&b| char::from(b))
+        .collect();
+    (!name.is_empty()).then_some(name)
+}
+
 /// Whether a charset is one where every byte is one character (read as Latin-1).
 pub fn is_latin1(charset: Option<&str>) -> bool {
     matches!(
         charset,
-        Some("iso-8859-1" | "latin1" | "latin-1" | "iso8859-1" | "windows-1252" | "cp1252")
+        Some(
+            "iso-8859-1"
+                | "iso8859-1"
+                | "iso_8859-1"
+                | "latin1"
+                | "latin-1"
+                | "l1"
+                | "windows-1252"
+                | "cp1252"
+                | "x-cp1252"
+                | "us-ascii"
+                | "ascii"
+        )
     )
 }
 
@@ -143,13 +172,10 @@ pub fn sniff_html(body: &[u8]) -> bool {
 }
 
 /// Classify a body by its media type and its bytes.
-pub fn classify(media: Option<&str>, content_type: Option<&str>, body: &[u8]) -> Kind {
+pub fn classify(media: Option<&str>, charset: Option<&str>, body: &[u8]) -> Kind {
     let sig = signature(body);
     let declared_binary = media.is_some_and(is_binary_type);
-    if declared_binary
-        || sig.is_some()
-        || looks_binary(body, is_latin1(charset(content_type).as_deref()))
-    {
+    if declared_binary || sig.is_some() || looks_binary(body, is_latin1(charset)) {
         let mut what = media.unwrap_or("unknown type").to_string();
         if let Some(s) = sig {
             what.push_str(&format!(" ({s})"));
@@ -169,13 +195,26 @@ pub fn classify(media: Option<&str>, content_type: Option<&str>, body: &[u8]) ->
     }
 }
 
-/// The body as text: UTF-8 (invalid bytes replaced), or Latin-1 when the charset says so.
-pub fn decode<'a>(body: &'a [u8], content_type: Option<&str>) -> Cow<'a, str> {
+/// windows-1252's characters for the bytes 0x80 to 0x9F (the rest are Latin-1's); bytes it
+/// leaves undefined stay the C1 control characters, as browsers do.
+const CP1252_HIGH: [char; 32] = [
+    '€', '\u{81}', '‚', 'ƒ', '„', '…', '†', '‡', 'ˆ', '‰', 'Š', '‹', 'Œ', '\u{8d}', 'Ž', '\u{8f}',
+    '\u{90}', '‘', '’', '“', '”', '•', '–', '—', '˜', '™', 'š', '›', 'œ', '\u{9d}', 'ž', 'Ÿ',
+];
+
+/// The body as text: UTF-8 (invalid bytes replaced), or windows-1252 when the charset is one
+/// of the Latin-1 labels (which browsers also read as windows-1252).
+pub fn decode<'a>(body: &'a [u8], charset: Option<&str>) -> Cow<'a, str> {
     match std::str::from_utf8(body) {
         Ok(s) => Cow::Borrowed(s),
-        Err(_) if is_latin1(charset(content_type).as_deref()) => {
-            Cow::Owned(body.iter().map(|&b| char::from(b)).collect())
-        }
+        Err(_) if is_latin1(charset) => Cow::Owned(
+            body.iter()
+                .map(|&b| match b {
+                    0x80..=0x9f => CP1252_HIGH[usize::from(b - 0x80)],
+                    _ => char::from(b),
+                })
+                .collect(),
+        ),
         Err(_) => String::from_utf8_lossy(body),
     }
 }

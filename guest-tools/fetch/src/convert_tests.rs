@@ -459,6 +459,26 @@ fn binary_bodies_are_described() {
         4096,
     );
     assert_eq!(r.content, "café crème brûlée\n");
+    let cp = b"<p>\x93quoted\x94 \x80 5</p>";
+    let r = render(
+        "GET",
+        PAGE,
+        1 << 20,
+        &page(200, cp, Some("text/html; charset=windows-1252")),
+        None,
+        4096,
+    );
+    assert_eq!(r.content, "“quoted” € 5\n");
+    let meta = b"<html><head><meta http-equiv=\"Content-Type\" content=\"text/html; charset=ISO-8859-1\"></head><p>na\xefve</p>";
+    let r = render(
+        "GET",
+        PAGE,
+        1 << 20,
+        &page(200, meta, Some("text/html")),
+        None,
+        4096,
+    );
+    assert_eq!(r.content, "naïve\n");
 }
 
 #[test]
@@ -636,4 +656,29 @@ fn a_page_too_slow_to_parse_is_cut_at_the_time_limit() {
         "{}",
         r.content
     );
+}
+
+#[test]
+fn every_note_fits_in_the_output_limit() {
+    // Cut three ways at once: by the output limit, by the element limit, by max_bytes.
+    let mut html = String::from("<div>");
+    for i in 0..800 {
+        html.push_str(&format!("<b c={i}>"));
+    }
+    html.push_str("</div>");
+    html.push_str(&"<div>x</div>".repeat(40_000));
+    let mut resp = page(200, html.as_bytes(), Some("text/html"));
+    resp.truncated = true;
+    resp.body_bytes_seen = 50 << 20;
+    for limit in [1024, 2048, 8192] {
+        let r = render("GET", PAGE, html.len(), &resp, None, limit);
+        assert!(r.content.len() <= limit, "{limit}: {}", r.content.len());
+        for note in ["[truncated: ", "[page cut: ", "[body cut at max_bytes="] {
+            assert!(
+                r.content.contains(note),
+                "{note} missing at {limit}: {}",
+                r.content
+            );
+        }
+    }
 }

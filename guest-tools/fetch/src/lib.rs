@@ -235,11 +235,9 @@ pub fn cut_point(body: &[u8], budget: usize) -> usize {
 }
 
 /// The body as text cut to `budget` bytes: `(text, body bytes kept, whether it was cut)`.
-fn passthrough(resp: &Response, budget: usize) -> (String, u64, bool) {
-    let ctype = resp.header("content-type");
-    if body::is_latin1(body::charset(ctype).as_deref()) && std::str::from_utf8(&resp.body).is_err()
-    {
-        let text = body::decode(&resp.body, ctype);
+fn passthrough(resp: &Response, charset: Option<&str>, budget: usize) -> (String, u64, bool) {
+    if body::is_latin1(charset) && std::str::from_utf8(&resp.body).is_err() {
+        let text = body::decode(&resp.body, charset);
         let cut = cut_point(text.as_bytes(), budget);
         let kept = text[..cut].chars().count() as u64;
         return (text[..cut].to_string(), kept, cut < text.len());
@@ -279,10 +277,11 @@ pub fn render(
 ) -> Report {
     let seen = resp.body_bytes_seen.max(resp.body.len() as u64);
     let ctype = media_type(resp.header("content-type"));
+    let charset = body::declared_charset(resp.header("content-type"), &resp.body);
     let kind = if resp.body.is_empty() {
         Kind::Text
     } else {
-        body::classify(ctype.as_deref(), resp.header("content-type"), &resp.body)
+        body::classify(ctype.as_deref(), charset.as_deref(), &resp.body)
     };
     let binary = matches!(kind, Kind::Binary(_));
     let budget = max_output_bytes.saturating_sub(NOTE_RESERVE).max(1);
@@ -316,7 +315,7 @@ pub fn render(
                 applied = "markdown";
                 Mode::Markdown
             };
-            let page = body::decode(&resp.body, resp.header("content-type"));
+            let page = body::decode(&resp.body, charset.as_deref());
             let conv = html::convert(&page, &resp.url, mode);
             let total = conv.text.len();
             let cut = cut_point(conv.text.as_bytes(), budget);
@@ -353,7 +352,7 @@ pub fn render(
             converted = Some(conv);
         }
         _ => {
-            let (text, kept, cut) = passthrough(resp, budget);
+            let (text, kept, cut) = passthrough(resp, charset.as_deref(), budget);
             content = text;
             returned = kept;
             cut_by_budget = cut;
