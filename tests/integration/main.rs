@@ -67,3 +67,6 @@ mod grep_modes;
 mod output_schema;
 mod paging;
 mod read_media;
+
+// Plugin authors (issue #19).
+mod plugin_kit;

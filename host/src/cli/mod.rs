@@ -18,8 +18,9 @@ use toolgate::{Gate, GateOptions, Status};
 mod audit;
 mod exit;
 mod history;
-mod prompt;
+mod kit;
 mod plugin;
+mod prompt;
 mod scaffold;
 mod serve;
 
@@ -734,4 +735,3 @@ fn trust(root: &std::path::Path, yes: bool, forget: bool) -> Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
-

@@ -16,7 +16,7 @@ pub(super) enum PluginCommand {
         /// The component (.wasm) to install.
         component: PathBuf,
         /// Its manifest (default: COMPONENT with a .toml extension, else toolgate-plugin.toml
-        /// beside it).
+        /// beside it, else at the crate root when COMPONENT is under a cargo `target/`).
         #[arg(long, value_name = "FILE")]
         manifest: Option<PathBuf>,
         /// Install without asking (needed when there is no terminal).
@@ -41,9 +41,17 @@ pub(super) enum PluginCommand {
         /// Where to create it (default: ./NAME).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
-        /// The guest SDK crate to depend on (default: the one in this toolgate checkout).
+        /// Depend on this guest SDK crate (e.g. a toolgate checkout's `guest-tools/sdk`)
+        /// instead of the copy vendored into the new crate.
         #[arg(long, value_name = "PATH")]
         sdk: Option<PathBuf>,
+    },
+    /// Print the WIT packages a plugin may use (the `toolgate:tool` world it must export, and
+    /// the host interfaces it may import), or write them under DIR.
+    Wit {
+        /// Write the files under this directory instead of printing them.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
 }
 
@@ -63,26 +71,19 @@ pub(super) async fn run(
         } => {
             let manifest = match manifest {
                 Some(m) => m,
-                None => {
-                    let sibling = component.with_extension("toml");
-                    let beside = component
-                        .parent()
-                        .unwrap_or(std::path::Path::new("."))
-                        .join("toolgate-plugin.toml");
-                    if sibling.is_file() {
-                        sibling
-                    } else if beside.is_file() {
-                        beside
-                    } else {
+                None => match find_manifest(&component) {
+                    Ok(found) => found,
+                    Err(looked) => {
+                        let looked: Vec<String> =
+                            looked.iter().map(|p| p.display().to_string()).collect();
                         eprintln!(
-                            "toolgate: no manifest for {}: looked for {} and {}; pass one with --manifest FILE",
+                            "toolgate: no manifest for {}: looked for {}; pass one with --manifest FILE",
                             component.display(),
-                            sibling.display(),
-                            beside.display()
+                            looked.join(", ")
                         );
                         return Ok(ExitCode::from(2));
                     }
-                }
+                },
             };
             let policy = toolgate::policy::Policy::layered(&toolgate::policy::LayerSources {
                 workspace: ws.root().to_path_buf(),
@@ -235,29 +236,70 @@ pub(super) async fn run(
         }
         PluginCommand::New { name, dir, sdk } => {
             let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
-            let sdk = match sdk {
-                Some(p) => p,
-                None => {
-                    let bundled =
-                        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-tools/sdk");
-                    if !bundled.join("Cargo.toml").is_file() {
-                        eprintln!("toolgate: cannot find the guest SDK (looked in {}); pass --sdk PATH to the `guest-tools/sdk` crate of a toolgate checkout", bundled.display());
-                        return Ok(ExitCode::from(2));
-                    }
-                    bundled
-                }
-            };
-            let sdk = std::fs::canonicalize(&sdk)
-                .with_context(|| format!("the SDK path {}", sdk.display()))?;
-            let files = scaffold::scaffold(&name, &dir, &sdk)?;
+            let files = scaffold::scaffold(&name, &dir, sdk.as_deref())?;
             for f in &files {
                 println!("created {}", f.display());
             }
             println!(
-                "next: cd {} && cargo build --release --target wasm32-wasip2, then `toolgate plugin add` the .wasm (see README.md there)",
-                dir.display()
+                "next: cd {} && cargo build --release --target wasm32-wasip2, then `toolgate plugin add target/wasm32-wasip2/release/toolgate_plugin_{}.wasm` (see README.md there)",
+                dir.display(),
+                name.replace('-', "_")
             );
             Ok(ExitCode::SUCCESS)
         }
+        PluginCommand::Wit { out } => wit(out.as_deref()),
+    }
+}
+
+/// `plugin wit`: every WIT file, each after a comment naming it, or written under `out`.
+fn wit(out: Option<&std::path::Path>) -> Result<ExitCode> {
+    // `toolgate:fs` and `toolgate:search` are for built-in tools only: a plugin importing
+    // them is refused at install, so they are not shown as something to use.
+    let files = super::kit::wit_files()
+        .into_iter()
+        .filter(|(rel, _)| !rel.starts_with("fs/") && !rel.starts_with("search/"));
+    match out {
+        Some(dir) => {
+            for (rel, text) in files {
+                let path = dir.join(rel);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)
+                        .with_context(|| format!("cannot create {}", parent.display()))?;
+                }
+                std::fs::write(&path, text)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                println!("wrote {}", path.display());
+            }
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            for (rel, text) in files {
+                writeln!(stdout, "// ==== wit/{rel}\n{}", text.trim_end())?;
+                writeln!(stdout)?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The manifest of a component given without `--manifest`: `COMPONENT.toml`, else
+/// `toolgate-plugin.toml` beside it, else at the crate root of a cargo build (the folder that
+/// holds the `target/` the component is under). `Err` lists where it looked.
+fn find_manifest(component: &std::path::Path) -> std::result::Result<PathBuf, Vec<PathBuf>> {
+    let mut looked = vec![component.with_extension("toml")];
+    let dir = component.parent().unwrap_or(std::path::Path::new("."));
+    looked.push(dir.join("toolgate-plugin.toml"));
+    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if let Some(target) = abs
+        .ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == "target"))
+    {
+        if let Some(root) = target.parent() {
+            looked.push(root.join("toolgate-plugin.toml"));
+        }
+    }
+    match looked.iter().find(|p| p.is_file()) {
+        Some(found) => Ok(found.clone()),
+        None => Err(looked),
     }
 }

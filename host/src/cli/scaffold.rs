@@ -19,8 +19,9 @@ publish = false
 crate-type = ["cdylib"]
 
 [dependencies]
-# The toolgate guest SDK. For outgoing HTTP (`toolgate_guest::http`) add `features = ["http"]`
-# here and list the hosts the plugin calls under `http` in toolgate-plugin.toml.
+# The toolgate guest SDK, vendored under vendor/ by `toolgate plugin new` (no toolgate checkout
+# needed). For outgoing HTTP (`toolgate_guest::http`) add `features = ["http"]` here and list the
+# hosts the plugin calls under `http` in toolgate-plugin.toml.
 toolgate-guest = { path = "__SDK__" }
 
 # This crate is its own workspace, so it builds wherever it lives.
@@ -201,7 +202,11 @@ toolgate as `plugin____NAME__`.
 - `src/lib.rs`: the tool (`describe`, `call`) and `toolgate_guest::register_tool!`.
 - `toolgate-plugin.toml`: the manifest: name, version, the WIT world, and the capabilities
   the plugin asks for (here: reading the workspace).
-- `Cargo.toml`: depends on the toolgate guest SDK (`toolgate-guest`) by path.
+- `Cargo.toml`: depends on the toolgate guest SDK (`toolgate-guest`), vendored under
+  `vendor/` with the WIT it binds (`vendor/toolgate-guest/wit/`) by the `toolgate` that made
+  this crate; `Cargo.lock` pins the versions toolgate's own tools are built with. Nothing here
+  needs the toolgate repository.
+- `toolgate plugin wit` prints the WIT packages a plugin may use.
 
 The plugin-author guide is `docs/plugins.md` in the toolgate repository.
 
@@ -219,9 +224,11 @@ cargo test                               # the unit tests, natively
 In the workspace that should have the plugin (or pass `--workspace DIR`):
 
 ```sh
-toolgate plugin add /path/to/this/crate/target/wasm32-wasip2/release/__CRATE__.wasm \
-    --manifest /path/to/this/crate/toolgate-plugin.toml
+toolgate plugin add /path/to/this/crate/target/wasm32-wasip2/release/__CRATE__.wasm
 ```
+
+The manifest is found at the crate root (`toolgate-plugin.toml` beside the `target/` folder);
+`--manifest FILE` names another.
 
 toolgate shows what the component is, what it imports and what it asks for, and installs it
 into `.toolgate/plugins/__NAME__/` after you confirm (`--yes` to skip the question). The
@@ -256,8 +263,9 @@ const FILES: &[(&str, &str)] = &[
 ];
 
 /// Create a new plugin crate called `name` at `dir` (which must not exist or be empty),
-/// depending on the guest SDK crate at `sdk`. Returns the files written.
-pub(crate) fn scaffold(name: &str, dir: &Path, sdk: &Path) -> Result<Vec<PathBuf>> {
+/// depending on the guest SDK crate at `sdk`, or on a copy vendored into the crate when `sdk`
+/// is `None` ([`super::kit`]). Returns the files written.
+pub(crate) fn scaffold(name: &str, dir: &Path, sdk: Option<&Path>) -> Result<Vec<PathBuf>> {
     if !toolgate::plugins::manifest::valid_plugin_name(name) {
         return Err(Usage(format!(
             "`{name}` is not a valid plugin name: use 1-40 of a-z, 0-9, `-`, `_`, starting with a letter (e.g. `word-count`)"
@@ -281,16 +289,21 @@ pub(crate) fn scaffold(name: &str, dir: &Path, sdk: &Path) -> Result<Vec<PathBuf
             .into());
         }
     }
-    let sdk = std::path::absolute(sdk)
-        .with_context(|| format!("cannot make the SDK path {} absolute", sdk.display()))?;
-    let Some(sdk_text) = sdk.to_str() else {
-        bail!(
-            "the SDK path {} is not valid UTF-8; move the SDK or pass another --sdk",
-            sdk.display()
-        );
+    let sdk_toml = match sdk {
+        Some(sdk) => {
+            let sdk = std::path::absolute(sdk)
+                .with_context(|| format!("cannot make the SDK path {} absolute", sdk.display()))?;
+            let Some(sdk_text) = sdk.to_str() else {
+                bail!(
+                    "the SDK path {} is not valid UTF-8; move the SDK or pass another --sdk",
+                    sdk.display()
+                );
+            };
+            toml_escape(sdk_text)
+        }
+        None => super::kit::SDK_DIR.to_string(),
     };
     let crate_name = format!("toolgate_plugin_{}", name.replace('-', "_"));
-    let sdk_toml = toml_escape(sdk_text);
 
     let mut written = Vec::new();
     for (rel, template) in FILES {
@@ -306,6 +319,9 @@ pub(crate) fn scaffold(name: &str, dir: &Path, sdk: &Path) -> Result<Vec<PathBuf
         }
         write_new(&path, &text).with_context(|| format!("cannot write {}", path.display()))?;
         written.push(path);
+    }
+    if sdk.is_none() {
+        written.extend(super::kit::vendor(dir)?);
     }
     Ok(written)
 }
@@ -351,7 +367,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("my-tool");
         let sdk = tmp.path().join("sdk");
-        let files = scaffold("my-tool", &dir, &sdk).unwrap();
+        let files = scaffold("my-tool", &dir, Some(&sdk)).unwrap();
 
         let expected: Vec<PathBuf> = FILES.iter().map(|(rel, _)| dir.join(rel)).collect();
         assert_eq!(files, expected);
@@ -403,7 +419,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let sdk = tmp.path().join("we\"ird\\sdk");
         let dir = tmp.path().join("p");
-        scaffold("p", &dir, &sdk).unwrap();
+        scaffold("p", &dir, Some(&sdk)).unwrap();
         let cargo: toml::Table = toml::from_str(&read(&dir.join("Cargo.toml"))).unwrap();
         assert_eq!(
             cargo["dependencies"]["toolgate-guest"]["path"].as_str(),
@@ -411,7 +427,7 @@ mod tests {
         );
 
         let dir = tmp.path().join("q");
-        scaffold("q", &dir, Path::new("relative/sdk")).unwrap();
+        scaffold("q", &dir, Some(Path::new("relative/sdk"))).unwrap();
         let cargo: toml::Table = toml::from_str(&read(&dir.join("Cargo.toml"))).unwrap();
         let path = cargo["dependencies"]["toolgate-guest"]["path"]
             .as_str()
@@ -423,7 +439,7 @@ mod tests {
     #[test]
     fn an_empty_existing_directory_is_used() {
         let tmp = tempfile::tempdir().unwrap();
-        let files = scaffold("x1", tmp.path(), Path::new("/sdk")).unwrap();
+        let files = scaffold("x1", tmp.path(), Some(Path::new("/sdk"))).unwrap();
         assert_eq!(files.len(), FILES.len());
     }
 
@@ -445,27 +461,27 @@ mod tests {
             long.as_str(),
         ] {
             let dir = tmp.path().join("d");
-            let err = scaffold(bad, &dir, Path::new("/sdk")).unwrap_err();
+            let err = scaffold(bad, &dir, None).unwrap_err();
             assert!(
                 err.to_string().contains("not a valid plugin name"),
                 "{bad}: {err}"
             );
             assert!(!dir.exists(), "{bad}: something was written");
         }
-        assert!(scaffold(&"a".repeat(40), &tmp.path().join("ok"), Path::new("/sdk")).is_ok());
+        assert!(scaffold(&"a".repeat(40), &tmp.path().join("ok"), None).is_ok());
     }
 
     #[test]
     fn a_non_empty_directory_or_a_file_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("keep.txt"), "mine").unwrap();
-        let err = scaffold("p", tmp.path(), Path::new("/sdk")).unwrap_err();
+        let err = scaffold("p", tmp.path(), None).unwrap_err();
         assert!(err.to_string().contains("not empty"), "{err}");
         assert!(!tmp.path().join("Cargo.toml").exists());
         assert_eq!(read(&tmp.path().join("keep.txt")), "mine");
 
         let file = tmp.path().join("keep.txt");
-        let err = scaffold("p", &file, Path::new("/sdk")).unwrap_err();
+        let err = scaffold("p", &file, None).unwrap_err();
         assert!(err.to_string().contains("not a directory"), "{err}");
     }
 }
