@@ -91,39 +91,34 @@ fn jpeg() -> Vec<u8> {
         .collect()
 }
 
-/// Standard base64 decoded (the test's own, to check what the guest sends).
-fn unbase64(s: &str) -> Vec<u8> {
-    let val = |c: u8| match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        b'/' => 63,
-        _ => 0,
-    };
-    let mut out = Vec::new();
-    for group in s.as_bytes().chunks(4) {
-        let n = group.iter().fold(0u32, |n, &c| n << 6 | u32::from(val(c)));
-        let pad = group.iter().filter(|&&c| c == b'=').count();
-        out.extend_from_slice(&n.to_be_bytes()[1..4 - pad]);
-    }
-    out
-}
-
-/// The size in bytes of the image the observation carries, and its bytes while the guest's
-/// `data.image_base64` reaches the observation as it is; once the host moves the image out
-/// of `data` into an image content block, the size from the `data.image_bytes` it leaves.
+/// The image the observation carries for the model: the host took it out of `data` (which
+/// keeps only its size), and MCP sends it as an image content block after the text.
 fn sent(o: &toolgate::Observation) -> (usize, Option<Vec<u8>>) {
-    match o.data["image_base64"].as_str() {
-        Some(s) => {
-            let bytes = unbase64(s);
-            (bytes.len(), Some(bytes))
-        }
-        None => (
-            o.data["image_bytes"].as_u64().expect("data.image_bytes") as usize,
-            None,
-        ),
-    }
+    use base64::Engine as _;
+    assert!(
+        o.data.get("image_base64").is_none(),
+        "the pixels stayed in data"
+    );
+    assert_eq!(o.images.len(), 1, "one image for the model");
+    let image = &o.images[0];
+    assert_eq!(o.data["mime_type"], image.mime_type.as_str());
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(&image.base64)
+        .unwrap();
+    assert_eq!(o.data["image_bytes"], bytes.len());
+    // Over MCP: the text, then the image; structuredContent without the pixels.
+    let r = toolgate::mcp::render(o);
+    let blocks = serde_json::to_value(&r.content).unwrap();
+    assert_eq!(blocks[0]["type"], "text", "{blocks:#}");
+    assert_eq!(blocks[1]["type"], "image", "{blocks:#}");
+    assert_eq!(blocks[1]["mimeType"], image.mime_type.as_str());
+    assert_eq!(blocks[1]["data"], image.base64.as_str());
+    let structured = r.structured_content.unwrap().to_string();
+    assert!(
+        !structured.contains(&image.base64),
+        "structuredContent carries the pixels"
+    );
+    (bytes.len(), Some(bytes))
 }
 
 #[tokio::test]
