@@ -204,7 +204,8 @@ fn tag_soup_past_small_limits_never_panics() {
             html.push_str(TAGS[(seed % TAGS.len() as u64) as usize]);
         }
         let limits = [(5, 4), (40, 8), (200, 30), (1000, 1000)][round % 4];
-        let (doc, _) = html::parse_capped(&html, limits.0, limits.1);
+        let deadline = std::time::Instant::now() + PARSE_TIME;
+        let (doc, _) = html::parse_capped(&html, limits.0, limits.1, deadline);
         drop(doc);
         let _ = convert(&html, PAGE, Mode::Markdown);
         let _ = convert(&html, PAGE, Mode::Text);
@@ -233,7 +234,7 @@ fn a_page_too_slow_to_parse_is_cut_at_the_time_limit() {
     assert!(r.content.starts_with("before"), "{}", r.content);
     assert!(
         r.content
-            .contains("[page cut: it took the HTML parser longer than 8 s, so only its first"),
+            .contains("[page cut: it took too long to parse, so only its first"),
         "{}",
         r.content
     );
@@ -262,4 +263,34 @@ fn every_note_fits_in_the_output_limit() {
             );
         }
     }
+}
+
+#[test]
+fn the_parse_deadline_counts_from_the_start_of_the_call() {
+    use std::time::{Duration, Instant};
+    let now = Instant::now();
+    let fresh = parse_deadline(now);
+    assert!(fresh >= now + PARSE_TIME && fresh < now + PARSE_TIME + Duration::from_secs(1));
+    // A call whose download took 20 s still parses for the minimum, not for PARSE_TIME.
+    if let Some(long_ago) = now.checked_sub(Duration::from_secs(20)) {
+        let late = parse_deadline(long_ago);
+        assert!(late < now + MIN_PARSE_TIME + Duration::from_secs(1));
+    }
+    // A deadline already passed: the first piece is converted, the rest cut visibly.
+    let html = "<p>first words</p>".repeat(10_000);
+    let r = render_by(
+        "GET",
+        PAGE,
+        1 << 20,
+        &page(html.as_bytes()),
+        None,
+        4096,
+        now,
+    );
+    assert!(r.content.starts_with("first words"), "{}", r.content);
+    assert!(
+        r.content.contains("[page cut: it took too long to parse"),
+        "{}",
+        r.content
+    );
 }

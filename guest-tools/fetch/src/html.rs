@@ -63,7 +63,12 @@ pub enum Mode {
 
 /// Convert `html`, a page fetched from `page_url` (relative links resolve against it).
 pub fn convert(html: &str, page_url: &str, mode: Mode) -> Converted {
-    let (doc, cut) = parse(html);
+    convert_by(html, page_url, mode, Instant::now() + PARSE_TIME)
+}
+
+/// [`convert`], the parse stopping at `deadline`.
+pub fn convert_by(html: &str, page_url: &str, mode: Mode, deadline: Instant) -> Converted {
+    let (doc, cut) = parse(html, deadline);
     let cleaned = clean(&doc);
     let base = Url::parse(page_url).ok().map(|u| match &cleaned.base_href {
         Some(b) => u.join(b).unwrap_or(u),
@@ -108,7 +113,7 @@ pub enum Limit {
     Elements,
     /// [`MAX_PARSE_DEPTH`].
     Depth,
-    /// [`PARSE_TIME`].
+    /// The parse deadline ([`PARSE_TIME`]).
     Time,
 }
 
@@ -121,13 +126,18 @@ pub struct Cut {
     pub limit: Limit,
 }
 
-/// Parse a page into a capped tree; `Some` when a limit cut it.
-pub fn parse(html: &str) -> (Handle, Option<Cut>) {
-    parse_capped(html, MAX_ELEMENTS, MAX_PARSE_DEPTH)
+/// Parse a page into a capped tree, stopping at `deadline`; `Some` when a limit cut it.
+pub fn parse(html: &str, deadline: Instant) -> (Handle, Option<Cut>) {
+    parse_capped(html, MAX_ELEMENTS, MAX_PARSE_DEPTH, deadline)
 }
 
 /// [`parse`] with other limits.
-pub fn parse_capped(html: &str, max_elements: usize, max_depth: u32) -> (Handle, Option<Cut>) {
+pub fn parse_capped(
+    html: &str,
+    max_elements: usize,
+    max_depth: u32,
+    deadline: Instant,
+) -> (Handle, Option<Cut>) {
     let budget = Rc::new(Budget::default());
     let sink = Capped::new(max_elements, max_depth, budget.clone());
     let opts = ParseOpts {
@@ -138,7 +148,6 @@ pub fn parse_capped(html: &str, max_elements: usize, max_depth: u32) -> (Handle,
         ..Default::default()
     };
     let mut parser = html5ever::parse_document(sink, opts);
-    let started = Instant::now();
     let mut start = 0;
     let mut timed_out = false;
     while start < html.len() {
@@ -151,7 +160,7 @@ pub fn parse_capped(html: &str, max_elements: usize, max_depth: u32) -> (Handle,
         if budget.over.get() {
             break;
         }
-        if start < html.len() && started.elapsed() > PARSE_TIME {
+        if start < html.len() && Instant::now() > deadline {
             timed_out = true;
             break;
         }

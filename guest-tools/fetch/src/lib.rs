@@ -18,8 +18,27 @@ mod sink;
 
 pub use body::Kind;
 pub use html::{
-    convert, Converted, Cut, Limit, Mode, MAX_DEPTH, MAX_ELEMENTS, MAX_PARSE_DEPTH, PARSE_TIME,
+    convert, convert_by, Converted, Cut, Limit, Mode, MAX_DEPTH, MAX_ELEMENTS, MAX_PARSE_DEPTH,
+    PARSE_TIME,
 };
+
+use std::time::{Duration, Instant};
+
+/// How long into a call an HTML parse may go on (the call's default deadline is 30 s, and the
+/// Markdown still has to be written after the parse).
+pub const CALL_PARSE_LIMIT: Duration = Duration::from_secs(16);
+/// The least time a parse gets, however long the download took.
+pub const MIN_PARSE_TIME: Duration = Duration::from_secs(1);
+
+/// When the parse of a page fetched by a call that started at `call_started` must stop:
+/// [`PARSE_TIME`] from now, but no later than [`CALL_PARSE_LIMIT`] into the call, and never
+/// sooner than [`MIN_PARSE_TIME`] from now.
+pub fn parse_deadline(call_started: Instant) -> Instant {
+    let now = Instant::now();
+    (now + PARSE_TIME)
+        .min(call_started + CALL_PARSE_LIMIT)
+        .max(now + MIN_PARSE_TIME)
+}
 
 use toolgate_guest::http::{self, Request, Response};
 use toolgate_guest::{json, serde_json, Context, Descriptor, Output, Risk, Tool, ToolError, Value};
@@ -189,6 +208,7 @@ pub fn parse_format(input: &Value) -> Result<Option<Format>, ToolError> {
 /// The tool's logic, callable outside a component (where every request fails with
 /// `unsupported`).
 pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
+    let started = Instant::now();
     let (req, max_bytes) = parse_input(input)?;
     let format = parse_format(input)?;
     let (method, url) = (req.method.clone(), req.url.clone());
@@ -196,13 +216,14 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
         ToolError::new(&e.code, e.message.clone())
             .data(json!({"url": url, "method": method, "code": e.code}))
     })?;
-    Ok(render(
+    Ok(render_by(
         &method,
         &url,
         max_bytes,
         &resp,
         format,
         cx.max_output_bytes(),
+        parse_deadline(started),
     ))
 }
 
@@ -275,6 +296,28 @@ pub fn render(
     format: Option<Format>,
     max_output_bytes: usize,
 ) -> Report {
+    let deadline = Instant::now() + PARSE_TIME;
+    render_by(
+        method,
+        url,
+        max_bytes,
+        resp,
+        format,
+        max_output_bytes,
+        deadline,
+    )
+}
+
+/// [`render`], an HTML parse stopping at `parse_deadline`.
+pub fn render_by(
+    method: &str,
+    url: &str,
+    max_bytes: usize,
+    resp: &Response,
+    format: Option<Format>,
+    max_output_bytes: usize,
+    parse_deadline: Instant,
+) -> Report {
     let seen = resp.body_bytes_seen.max(resp.body.len() as u64);
     let ctype = media_type(resp.header("content-type"));
     let charset = body::declared_charset(resp.header("content-type"), &resp.body);
@@ -316,7 +359,7 @@ pub fn render(
                 Mode::Markdown
             };
             let page = body::decode(&resp.body, charset.as_deref());
-            let conv = html::convert(&page, &resp.url, mode);
+            let conv = html::convert_by(&page, &resp.url, mode, parse_deadline);
             let total = conv.text.len();
             let cut = cut_point(conv.text.as_bytes(), budget);
             content = conv.text[..cut].to_string();
@@ -333,10 +376,7 @@ pub fn render(
                 let why = match c.limit {
                     Limit::Depth => format!("nests HTML elements more than {MAX_PARSE_DEPTH} deep"),
                     Limit::Elements => format!("builds more than {MAX_ELEMENTS} HTML elements"),
-                    Limit::Time => format!(
-                        "took the HTML parser longer than {} s",
-                        html::PARSE_TIME.as_secs()
-                    ),
+                    Limit::Time => "took too long to parse".to_string(),
                 };
                 push_note(
                     &mut content,
