@@ -220,7 +220,7 @@ async fn read_refuses_an_image_bomb_before_decoding_and_other_binary_files() {
     assert_eq!(code(&o), "binary");
     assert_eq!(
         o.reason.as_deref(),
-        Some("data.bin is a binary file (3000 bytes); `read` shows text files only")
+        Some("data.bin is a binary file (3000 bytes); `read` shows text, images (PNG, JPEG, GIF, WebP), PDFs and notebooks only")
     );
 }
 

@@ -216,7 +216,7 @@ async fn truncation_is_visible_and_exact_with_several_threads() {
     assert_eq!(
         note,
         format!(
-            "[truncated: showing 200 of {} matching lines in {} files (limited by max_matches=200); narrow the pattern or use path/include, or raise max_matches]",
+            "[truncated: showing 200 of {} matching lines in {} files (limited by head_limit=200); continue with offset=200, raise head_limit, or narrow the pattern or use path/include/type]",
             t.needle_lines, t.needle_files
         )
     );

@@ -81,13 +81,13 @@ async fn read_refuses_binary_files() {
         json!({
             "tool": "read",
             "status": "error",
-            "summary": "img.bin is a binary file (16 bytes); `read` shows text files only",
-            "content": "error: img.bin is a binary file (16 bytes); `read` shows text files only",
+            "summary": "img.bin is a binary file (16 bytes); `read` shows text, images (PNG, JPEG, GIF, WebP), PDFs and notebooks only",
+            "content": "error: img.bin is a binary file (16 bytes); `read` shows text, images (PNG, JPEG, GIF, WebP), PDFs and notebooks only",
             "truncated": false,
             "data": {"path": "img.bin", "size": 16},
             "audit_id": "<audit>",
             "error_code": "binary",
-            "reason": "img.bin is a binary file (16 bytes); `read` shows text files only",
+            "reason": "img.bin is a binary file (16 bytes); `read` shows text, images (PNG, JPEG, GIF, WebP), PDFs and notebooks only",
         })
     );
 }
@@ -169,6 +169,7 @@ async fn ls_lists_a_tree_and_skips_ignored_entries() {
             "data": {
                 "path": ".", "depth": 3, "entries": 8, "entries_returned": 8, "entries_exact": true,
                 "directories": 3, "files": 5, "unexpanded_directories": 0, "unreadable": 0,
+                "offset": 0, "next_offset": null,
             },
             "audit_id": "<audit>",
         })

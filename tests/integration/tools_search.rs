@@ -29,7 +29,7 @@ async fn glob_matches_newest_first_and_honours_ignores() {
             "content": "src/b.rs\nsrc/deep/c.rs\na.rs\n",
             "truncated": false,
             "totals": {"files": {"seen": 3, "returned": 3}},
-            "data": {"pattern": "**/*.rs", "path": ".", "files": 3, "files_returned": 3, "unreadable": 0},
+            "data": {"pattern": "**/*.rs", "path": ".", "files": 3, "files_returned": 3, "unreadable": 0, "offset": 0, "next_offset": null},
             "audit_id": "<audit>",
         })
     );
@@ -56,7 +56,7 @@ async fn glob_cap_is_visible_with_totals() {
     let o = ok(&gate, "glob", json!({"pattern": "many/*.txt"})).await;
     let mut expected: String = (0..100).map(|i| format!("many/f{i:03}.txt\n")).collect();
     expected.push_str(
-        "[truncated: showing the 100 newest of 105 matching files (limited by the 100-result cap); narrow the pattern or path]\n",
+        "[truncated: showing the 100 newest of 105 matching files (limited by head_limit=100); 5 more; continue with offset=100, or narrow the pattern or path]\n",
     );
     assert_eq!(o.content, expected);
     assert!(o.truncated);
@@ -110,10 +110,11 @@ async fn grep_prints_file_line_text_and_skips_secrets_binaries_and_ignored() {
                 "matches": {"seen": 2, "returned": 2},
             },
             "data": {
-                "pattern": "hello", "path": ".", "matches": 2, "matches_returned": 2,
-                "matches_exact": true, "max_matches": 100, "files_searched": 4,
-                "files_matched": 2, "binary_files_skipped": 1, "large_files_skipped": 0,
-                "unreadable": 0,
+                "pattern": "hello", "path": ".", "output_mode": "content", "offset": 0,
+                "head_limit": 100, "next_offset": null, "results": 2, "results_returned": 2,
+                "matches": 2, "matches_returned": 2, "matches_exact": true,
+                "files_searched": 4, "files_matched": 2, "files_returned": 2,
+                "binary_files_skipped": 1, "large_files_skipped": 0, "unreadable": 0,
             },
             "audit_id": "<audit>",
         })
@@ -182,7 +183,7 @@ async fn grep_max_matches_truncation_keeps_honest_totals() {
     assert_eq!(
         o.content,
         "many.txt:1:match 1\nmany.txt:2:match 2\nmany.txt:3:match 3\nmany.txt:4:match 4\nmany.txt:5:match 5\n\
-         [truncated: showing 5 of 31 matching lines in 2 files (limited by max_matches=5); narrow the pattern or use path/include, or raise max_matches]\n"
+         [truncated: showing 5 of 31 matching lines in 2 files (limited by head_limit=5); continue with offset=5, raise head_limit, or narrow the pattern or use path/include/type]\n"
     );
     assert!(o.truncated);
     assert_eq!(

@@ -183,7 +183,7 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
 fn binary(shown: &str, rel: &str, size: u64) -> ToolError {
     ToolError::new(
         "binary",
-        format!("{shown} is a binary file ({size} bytes); `read` shows text files only"),
+        format!("{shown} is a binary file ({size} bytes); `read` shows text, images (PNG, JPEG, GIF, WebP), PDFs and notebooks only"),
     )
     .data(json!({"path": rel, "size": size}))
 }
