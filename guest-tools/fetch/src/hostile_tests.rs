@@ -294,3 +294,42 @@ fn the_parse_deadline_counts_from_the_start_of_the_call() {
         r.content
     );
 }
+
+#[test]
+fn structures_flattened_at_the_depth_limit_still_convert() {
+    // At MAX_DEPTH an element's children become one text node: a table, a list or a code
+    // block there must still convert.
+    let tags = [
+        "table",
+        "thead",
+        "tbody",
+        "tr",
+        "td",
+        "ul",
+        "ol",
+        "li",
+        "pre",
+        "code",
+        "blockquote",
+        "a href=/x",
+        "h1",
+        "p",
+        "b",
+        "dl",
+        "span",
+        "img src=/i.png alt=a",
+    ];
+    for depth in MAX_DEPTH - 4..MAX_DEPTH + 2 {
+        for tag in tags {
+            let name = tag.split(' ').next().unwrap();
+            let html = format!(
+                "{}<{tag}><table><tr><td><ul><li><pre><code>x y</code></pre></li></ul></td></tr></table></{name}>after",
+                "<div>".repeat(depth)
+            );
+            for mode in [Mode::Markdown, Mode::Text] {
+                let c = convert(&html, PAGE, mode);
+                assert!(c.text.contains("after"), "{depth} {tag}: {}", c.text);
+            }
+        }
+    }
+}
