@@ -28,7 +28,7 @@
 //! ```
 //!
 //! Enable it in the tool's `Cargo.toml`:
-//! `toolgate-guest = { version = "0.1", features = ["http"] }`.
+//! `toolgate-guest = { path = "vendor/toolgate-guest", features = ["http"] }` (the SDK `toolgate plugin new` vendors).
 
 use std::fmt;
 
@@ -654,6 +654,13 @@ mod transport {
                     }
                 }
                 Err(StreamError::Closed) => break,
+                // Reading one chunk past `max_bytes` only asks whether there is more; a host
+                // that stops the body at its own limit there (the policy's
+                // `max_response_bytes`) says that there is: what was read is kept.
+                Err(_) if buf.len() >= max_bytes && max_bytes > 0 => {
+                    truncated = true;
+                    break;
+                }
                 Err(e) => {
                     drop(stream);
                     drop(body);

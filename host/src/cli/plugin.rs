@@ -46,8 +46,8 @@ pub(super) enum PluginCommand {
         #[arg(long, value_name = "PATH")]
         sdk: Option<PathBuf>,
     },
-    /// Print the WIT packages a plugin may use (the `toolgate:tool` world it must export, and
-    /// the host interfaces it may import), or write them under DIR.
+    /// Print the WIT a plugin implements (the `toolgate:tool` world it must export), or write
+    /// it under DIR.
     Wit {
         /// Write the files under this directory instead of printing them.
         #[arg(long, value_name = "DIR")]
@@ -253,11 +253,12 @@ pub(super) async fn run(
 
 /// `plugin wit`: every WIT file, each after a comment naming it, or written under `out`.
 fn wit(out: Option<&std::path::Path>) -> Result<ExitCode> {
-    // `toolgate:fs` and `toolgate:search` are for built-in tools only: a plugin importing
-    // them is refused at install, so they are not shown as something to use.
+    // `toolgate:host` (exec), `toolgate:fs` and `toolgate:search` are for built-in tools
+    // only: a plugin importing them is refused at install and at every load, so they are not
+    // shown as something to use. A plugin's other imports are WASI's.
     let files = super::kit::wit_files()
         .into_iter()
-        .filter(|(rel, _)| !rel.starts_with("fs/") && !rel.starts_with("search/"));
+        .filter(|(rel, _)| rel.starts_with("since_v"));
     match out {
         Some(dir) => {
             for (rel, text) in files {

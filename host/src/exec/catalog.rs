@@ -116,10 +116,7 @@ pub fn git_read_only_subcommands() -> Vec<&'static str> {
 /// The programs the shell refuses in every mode, built in (the policy's `[shell] banned` adds
 /// to them).
 pub fn banned_programs() -> Vec<&'static str> {
-    BANNED
-        .iter()
-        .map(|(name, _)| *name)
-        .collect()
+    BANNED.iter().map(|(name, _)| *name).collect()
 }
 
 /// Programs denied in every mode, with why.
