@@ -252,51 +252,33 @@ pub fn entries(r: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Run the CLI to the end; its observation, the peak RSS of the host process (KiB, from
-/// `wait4`'s rusage of exactly that child) and how long it took.
+/// Run `toolgate call ... --stats` to the end; its observation, the peak RSS of the host
+/// process (KiB, as the process itself reports it from `VmHWM`) and how long it took.
+///
+/// Not `wait4`'s rusage: Linux carries the parent's resident high-water mark into a child at
+/// `exec`, so a child of this many-threaded test process would report this process's peak
+/// (hundreds of MiB while other tests run), not its own.
 pub fn cli_peak_rss(ws: &Ws, policy: &Path, args: &[&str]) -> (Value, i64, std::time::Duration) {
-    use std::io::Read as _;
     let began = std::time::Instant::now();
-    // Reaped by `wait4` below, not by `Child::wait`, to read the rusage of exactly this child
-    // (no safe wrapper returns it; `getrusage(RUSAGE_CHILDREN)` would mix in other tests').
-    #[allow(clippy::zombie_processes)]
-    let mut child = toolgate_command(ws)
+    let out = toolgate_command(ws)
         .arg("--policy")
         .arg(policy)
         .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
+        .arg("--stats")
+        .output()
         .unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let errs = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let mut stdout = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    let pid = i32::try_from(child.id()).unwrap();
-    let mut status = 0;
-    #[allow(unsafe_code)]
-    // SAFETY: `rusage` is plain data (all zeroes is valid), and `wait4` writes only into the
-    // two out-pointers, which live for the call; `pid` is our own unreaped child.
-    let (r, usage) = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        let r = libc::wait4(pid, &mut status, 0, &mut usage);
-        (r, usage)
-    };
-    assert_eq!(r, pid, "wait4");
     let took = began.elapsed();
-    let stderr = errs.join().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
     let v = serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{stdout}\nstderr:\n{stderr}"));
-    (v, usage.ru_maxrss, took)
+    let rss = stderr
+        .lines()
+        .find_map(|l| l.split_once("host peak memory ").map(|(_, r)| r))
+        .and_then(|r| r.strip_suffix(" KiB"))
+        .and_then(|n| n.parse::<i64>().ok())
+        .unwrap_or_else(|| panic!("no peak memory line on stderr:\n{stderr}"));
+    (v, rss, took)
 }
 
 /// Write an executable script at `path` without this process ever holding it open for

@@ -13,9 +13,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use toolgate::gate::approval::Approver;
 use toolgate::policy::{Mode, PolicySource};
-use toolgate::{Gate, GateOptions, Status};
+use toolgate::{Gate, GateOptions};
 
 mod audit;
+mod call;
 mod exit;
 mod history;
 mod kit;
@@ -77,21 +78,7 @@ enum Command {
     ///
     /// Exits 0 ok, 1 error (a shell command that exited non-zero, died by a signal or timed
     /// out is an error), 2 usage error, 3 denied, 4 needs approval, 70 the host failed.
-    Call {
-        /// The tool, e.g. `grep`.
-        tool: String,
-        /// The input as a JSON object, or `-` to read it from stdin.
-        input: Option<String>,
-        /// Shorthand for `--grant` of every write tool (write, edit, multiedit).
-        #[arg(long)]
-        allow_write: bool,
-        /// Print the observation on one line instead of indented.
-        #[arg(long)]
-        compact: bool,
-        /// Also serve the component in this file (a test or local tool).
-        #[arg(long = "component", value_name = "FILE")]
-        components: Vec<PathBuf>,
-    },
+    Call(call::CallArgs),
     /// Serve the tools to an MCP client (stdio by default; `--http ADDR` for streamable HTTP
     /// at http://ADDR/mcp, with the console at http://ADDR/). Each connection is its own
     /// session.
@@ -286,55 +273,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     let opts = gate_options(&cli, root.clone());
     let trust_ws = trust_workspace(&cli);
     match cli.command {
-        Command::Call {
-            tool,
-            input,
-            allow_write,
-            compact,
-            components,
-        } => {
-            let input = match usage_input(input.as_deref()) {
-                Ok(v) => v,
-                Err(code) => return Ok(code),
-            };
-            let gate = Gate::open(GateOptions {
-                allow_writes: allow_write,
-                extra_components: components,
-                sandbox: toolgate::sandbox::SandboxOptions {
-                    one_shot: true,
-                    ..opts.sandbox
-                },
-                ..opts
-            })
-            .await
-            .context("cannot open the gate")?;
-            warn_ignored(&gate);
-            let observation = gate.call(&cli.session, &tool, input).await;
-            let text = if compact {
-                serde_json::to_string(&observation)?
-            } else {
-                serde_json::to_string_pretty(&observation)?
-            };
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "{text}")?;
-            out.flush()?;
-            let code = match observation.status {
-                Status::Ok => 0,
-                Status::Error => 1,
-                Status::Denied => 3,
-                Status::NeedsApproval => 4,
-            };
-            // A one-shot call needs nothing more once its audit is written: no teardown of
-            // the engine, the runtime or the state database (whose closing checkpoint fsyncs
-            // three times; the audit writer's own checkpoints keep the WAL bounded). Shell
-            // calls keep the orderly exit, which ends the jobs they started.
-            if !matches!(tool.as_str(), "shell" | "job_output" | "job_kill") {
-                gate.state().flush_for_exit();
-                drop(out);
-                std::process::exit(i32::from(code));
-            }
-            Ok(ExitCode::from(code))
-        }
+        Command::Call(args) => call::call(&cli.session, opts, args).await,
         Command::Serve(args) => serve::serve(opts, args).await,
         Command::Console(args) => serve::console(opts, args).await,
         Command::Tools { json } => {

@@ -681,15 +681,20 @@ impl Body for Capped {
             Poll::Ready(Some(Ok(frame))) => {
                 let next = tokio::time::Instant::now() + self.idle;
                 self.timer.as_mut().reset(next);
-                if let Some(data) = frame.data_ref() {
-                    self.seen += data.len() as u64;
-                    if self.seen > self.limit {
-                        return Poll::Ready(Some(Err(HttpError::HttpResponseBodySize(Some(
-                            self.limit,
-                        )))));
-                    }
+                let Some(len) = frame.data_ref().map(|d| d.len() as u64) else {
+                    return Poll::Ready(Some(Ok(frame)));
+                };
+                let before = self.seen;
+                self.seen += len;
+                if self.seen <= self.limit {
+                    return Poll::Ready(Some(Ok(frame)));
                 }
-                Poll::Ready(Some(Ok(frame)))
+                // The bytes up to the limit are delivered; the next poll says there was more.
+                let room = usize::try_from(self.limit - before).unwrap_or(usize::MAX);
+                match frame.into_data() {
+                    Ok(data) if room > 0 => Poll::Ready(Some(Ok(Frame::data(data.slice(..room))))),
+                    _ => Poll::Ready(Some(Err(HttpError::HttpResponseBodySize(Some(self.limit))))),
+                }
             }
             Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(HttpError::from(e)))),
             Poll::Ready(None) => Poll::Ready(None),
