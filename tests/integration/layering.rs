@@ -65,7 +65,7 @@ const KNOWN: Known = Known {
         ("policy/mod.rs", 1254),
         ("sandbox/fsguard.rs", 2151),
         ("sandbox/mod.rs", 661),
-        ("sandbox/net.rs", 889),
+        ("sandbox/net.rs", 721),
         ("sandbox/read_ahead.rs", 1003),
         ("sandbox/walk.rs", 1484),
         ("state/redact.rs", 935),
