@@ -84,11 +84,10 @@ impl Gate {
         let mut denied: Vec<String> = Vec::new();
         let mut every = self.mode() == Mode::AllowAll;
         let note = |raw: &str, into: &mut Vec<String>, every: &mut bool| match raw.split_once(':') {
-            Some(("fetch", host)) if !host.is_empty() => {
-                if !into.iter().any(|h| h == host) {
-                    into.push(host.to_string());
-                }
+            Some(("fetch", host)) if !host.is_empty() && !into.iter().any(|h| h == host) => {
+                into.push(host.to_string());
             }
+            Some(("fetch", host)) if !host.is_empty() => {}
             _ if raw == "fetch" || raw == "*" => *every = true,
             _ => {}
         };
