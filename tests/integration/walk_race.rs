@@ -219,7 +219,7 @@ fn six_nested_one_mib_ignore_files_stay_inside_the_call_limits() {
     let policy = outside.path().join("policy.toml");
     std::fs::write(
         &policy,
-        "mode = \"allow-all\"\n\n[limits]\ntimeout_ms = 5000\n",
+        "mode = \"allow-all\"\n\n[limits]\ntimeout_ms = 15000\n",
     )
     .unwrap();
     for (tool, input) in [
@@ -238,7 +238,7 @@ fn six_nested_one_mib_ignore_files_stay_inside_the_call_limits() {
             "{tool}: {o:#}"
         );
         // The start-up of a debug binary under a loaded test run is part of the time.
-        assert!(took < Duration::from_secs(8), "{tool} took {took:?}");
+        assert!(took < Duration::from_secs(20), "{tool} took {took:?}");
         assert!(rss < MAX_HOST_RSS_KB, "{tool}: host peak RSS {rss} KiB");
         let cut = o["data"]["ignore_files_cut"].as_array().unwrap_or_else(|| {
             panic!("{tool}: the observation does not name the cut ignore files: {o:#}")
