@@ -70,3 +70,6 @@ mod read_media;
 
 // Plugin authors (issue #19).
 mod plugin_kit;
+mod plugin_langs;
+mod plugin_oci;
+mod plugin_trace;

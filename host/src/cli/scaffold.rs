@@ -485,3 +485,33 @@ mod tests {
         assert!(err.to_string().contains("not a directory"), "{err}");
     }
 }
+
+/// `toolgate plugin new NAME`.
+#[derive(clap::Args)]
+pub(super) struct NewArgs {
+    /// The plugin's name (a-z, 0-9, `-`, `_`).
+    name: String,
+    /// Where to create it (default: ./NAME).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Depend on this guest SDK crate (e.g. a toolgate checkout's `guest-tools/sdk`)
+    /// instead of the copy vendored into the new crate.
+    #[arg(long, value_name = "PATH")]
+    sdk: Option<PathBuf>,
+}
+
+/// `plugin new`: write the scaffold and say how to build and install it.
+pub(super) fn run_new(args: NewArgs) -> Result<std::process::ExitCode> {
+    let NewArgs { name, dir, sdk } = args;
+    let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
+    let files = scaffold(&name, &dir, sdk.as_deref())?;
+    for f in &files {
+        println!("created {}", f.display());
+    }
+    println!(
+        "next: cd {} && cargo build --release --target wasm32-wasip2, then `toolgate plugin add target/wasm32-wasip2/release/toolgate_plugin_{}.wasm` (see README.md there)",
+        dir.display(),
+        name.replace('-', "_")
+    );
+    Ok(std::process::ExitCode::SUCCESS)
+}

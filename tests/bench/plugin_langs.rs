@@ -1,0 +1,2 @@
+//! Placeholder: filled by the #19 part 2 work.
+fn main() {}
