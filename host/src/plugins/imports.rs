@@ -1,48 +1,49 @@
 //! Which interfaces a plugin component may import, checked at install and at every load.
+//!
+//! An import is a request for a capability, not the capability: what a call can reach is
+//! decided by the WASI context and the host hooks it runs with. So the standard WASI 0.2
+//! interfaces that language toolchains link in whether or not the code uses them
+//! (componentize-py links `wasi:sockets`, `wasi:filesystem` and `wasi:cli`; StarlingMonkey,
+//! the engine of componentize-js, links `wasi:http` and `wasi:filesystem`) are accepted, and
+//! each of them is inert unless the grant says otherwise:
+//!
+//! | interface | without a grant |
+//! |---|---|
+//! | `wasi:io`, `wasi:clocks`, `wasi:random` | nothing to grant: streams, time, random bytes |
+//! | `wasi:cli` | empty environment (only granted `env` names), no arguments, stdin empty, stdout and stderr discarded, `exit` ends the call |
+//! | `wasi:filesystem` | no preopens, so no descriptor exists and no path can be opened; with `fs_read`/`fs_write` only the granted directories, with the deny-list |
+//! | `wasi:http` | every request is refused by the host (`HTTP-request-denied`) before any name is resolved; with `http` only the granted hosts |
+//! | `wasi:sockets` | never granted: creating a TCP or UDP socket fails (`access-denied`) and name lookup fails, so no other socket operation has a socket to act on |
+//!
+//! Refused always: the host exec capability (`toolgate:host/exec`), the host-assisted walk
+//! and read-ahead (`toolgate:fs/walk`, `toolgate:search/read-ahead`: built-ins only), and any
+//! interface the host does not know.
 
 use super::PluginGrant;
 
-/// Check a component's imports against a grant. Interfaces every tool may import (I/O
-/// streams, clocks, random, the CLI basics with an empty environment unless granted, the
-/// toolgate types) pass; the filesystem only with an `fs_read`/`fs_write` grant; `wasi:http`
-/// only with an `http` grant; sockets, the host exec capability, the host-assisted walk and
-/// read-ahead (`toolgate:fs/walk`, `toolgate:search/read-ahead`: built-ins only) and anything
-/// unknown never.
+/// Interfaces any plugin may import; see the module documentation for what each can do
+/// without a grant.
+pub const ACCEPTED: &[&str] = &[
+    "wasi:io/",
+    "wasi:clocks/",
+    "wasi:random/",
+    "wasi:cli/",
+    "wasi:filesystem/",
+    "wasi:http/",
+    "wasi:sockets/",
+    "toolgate:tool/types@0.1.",
+];
+
+/// Check a component's imports. The standard WASI interfaces in [`ACCEPTED`] pass whatever the
+/// grant (the call's WASI context and host hooks hold only what was granted); the host exec
+/// capability, the host-assisted walk and read-ahead, and anything unknown never do.
 pub fn check_imports(imports: &[String], grant: &PluginGrant) -> std::result::Result<(), String> {
-    const ALWAYS: &[&str] = &[
-        "wasi:io/",
-        "wasi:clocks/",
-        "wasi:random/",
-        "wasi:cli/",
-        "toolgate:tool/types@0.1.",
-    ];
-    let fs = !grant.fs_read.is_empty() || !grant.fs_write.is_empty();
-    let http = !grant.http.is_empty();
+    // The grant no longer decides which imports load; it decides what they reach
+    // (`Capabilities` of each call). Kept in the signature so install and load stay one check.
+    let _ = grant;
     let mut problems = Vec::new();
     for import in imports {
-        if ALWAYS.iter().any(|p| import.starts_with(p)) {
-            continue;
-        }
-        if import.starts_with("wasi:filesystem/") {
-            if !fs {
-                problems.push(format!(
-                    "it imports `{import}` but has no filesystem grant: request `fs_read`/`fs_write` paths in the manifest (and grant them), or build it without filesystem access"
-                ));
-            }
-            continue;
-        }
-        if import.starts_with("wasi:http/") {
-            if !http {
-                problems.push(format!(
-                    "it imports `{import}` but has no network grant: request the hosts it needs under `http` in the manifest (and grant them)"
-                ));
-            }
-            continue;
-        }
-        if import.starts_with("wasi:sockets/") {
-            problems.push(format!(
-                "it imports `{import}`: raw sockets are never granted to plugins; make HTTP requests through wasi:http with an `http` grant instead"
-            ));
+        if ACCEPTED.iter().any(|p| import.starts_with(p)) {
             continue;
         }
         if import.starts_with(crate::sandbox::WALK_INTERFACE_PREFIX)
@@ -60,12 +61,90 @@ pub fn check_imports(imports: &[String], grant: &PluginGrant) -> std::result::Re
             continue;
         }
         problems.push(format!(
-            "it imports `{import}`, an interface toolgate does not grant to plugins"
+            "it imports `{import}`, an interface toolgate does not grant to plugins (it accepts wasi:io, wasi:clocks, wasi:random, wasi:cli, wasi:filesystem, wasi:http, wasi:sockets and toolgate:tool/types); build it without that interface"
         ));
     }
     if problems.is_empty() {
         Ok(())
     } else {
         Err(problems.join("; "))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn imports(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// What componentize-py 0.25 and componentize-js 0.22 components import.
+    const PYTHON: &[&str] = &[
+        "wasi:cli/environment@0.2.0",
+        "wasi:cli/exit@0.2.0",
+        "wasi:cli/stdin@0.2.0",
+        "wasi:cli/stdout@0.2.0",
+        "wasi:cli/stderr@0.2.0",
+        "wasi:cli/terminal-input@0.2.0",
+        "wasi:cli/terminal-stdout@0.2.0",
+        "wasi:clocks/monotonic-clock@0.2.0",
+        "wasi:clocks/wall-clock@0.2.0",
+        "wasi:filesystem/types@0.2.0",
+        "wasi:filesystem/preopens@0.2.0",
+        "wasi:io/streams@0.2.0",
+        "wasi:random/random@0.2.0",
+        "wasi:sockets/network@0.2.0",
+        "wasi:sockets/instance-network@0.2.0",
+        "wasi:sockets/tcp@0.2.0",
+        "wasi:sockets/tcp-create-socket@0.2.0",
+        "wasi:sockets/udp@0.2.0",
+        "wasi:sockets/udp-create-socket@0.2.0",
+        "wasi:sockets/ip-name-lookup@0.2.0",
+        "toolgate:tool/types@0.1.0",
+    ];
+    const JS: &[&str] = &[
+        "wasi:http/types@0.2.10",
+        "wasi:http/outgoing-handler@0.2.10",
+        "wasi:filesystem/types@0.2.12",
+        "wasi:io/poll@0.2.12",
+        "toolgate:tool/types@0.1.0",
+    ];
+
+    #[test]
+    fn toolchain_imports_load_with_an_empty_grant() {
+        let none = PluginGrant::default();
+        check_imports(&imports(PYTHON), &none).unwrap();
+        check_imports(&imports(JS), &none).unwrap();
+    }
+
+    #[test]
+    fn host_only_and_unknown_interfaces_are_refused_whatever_the_grant() {
+        let all = PluginGrant {
+            fs_read: vec![".".into()],
+            fs_write: vec![".".into()],
+            env: vec!["HOME".into()],
+            ..PluginGrant::default()
+        };
+        for (import, needle) in [
+            ("toolgate:host/exec@0.1.0", "cannot run host processes"),
+            ("toolgate:fs/walk@0.1.0", "built-in tools only"),
+            ("toolgate:search/read-ahead@0.2.0", "built-in tools only"),
+            ("wasi:keyvalue/store@0.2.0", "does not grant to plugins"),
+            ("wasi:sockets-extra/x@0.2.0", "does not grant to plugins"),
+            ("wasi:httpx/types@0.2.0", "does not grant to plugins"),
+            ("toolgate:tool/types@0.2.0", "does not grant to plugins"),
+        ] {
+            let e = check_imports(&imports(&[import, "wasi:io/poll@0.2.0"]), &all).unwrap_err();
+            assert!(e.contains(import) && e.contains(needle), "{import}: {e}");
+        }
+        // Every problem is named, not only the first.
+        let e = check_imports(
+            &imports(&["toolgate:host/exec@0.1.0", "wasi:keyvalue/store@0.2.0"]),
+            &all,
+        )
+        .unwrap_err();
+        assert!(e.contains("exec") && e.contains("keyvalue"), "{e}");
     }
 }
