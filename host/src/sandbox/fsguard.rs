@@ -72,7 +72,7 @@ use crate::workspace::{
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use wasmtime::component::{HasData, Resource};
+use wasmtime::component::Resource;
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     ErrorCode, HostDescriptor, HostDirectoryEntryStream,
@@ -80,9 +80,14 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsError, FsResult, ReaddirIterator};
 
+#[cfg(target_os = "linux")]
+mod sys;
+#[cfg(target_os = "linux")]
+use sys::{code, file_stat, io_code, object_stat, split_last, timespec};
+
 /// What a guest may not touch inside its preopens: built once per gate from the workspace.
 pub struct FsDeny {
-    workspace: Workspace,
+    pub(super) workspace: Workspace,
     /// The canonical workspace root as the host sees it, for the real-path check.
     host_root: PathBuf,
     /// Where the workspace root is mounted in the guest.
@@ -212,7 +217,7 @@ impl FsDeny {
 /// Whether `rel` goes through a directory named [`STATE_DIR`] (at any depth: a symlink inside
 /// the workspace may lead to the real one under another name) other than to read a file below
 /// its `outputs/`.
-fn touches_state(rel: &str, access: Access) -> bool {
+pub(super) fn touches_state(rel: &str, access: Access) -> bool {
     let outputs = &OUTPUTS_DIR[STATE_DIR.len()..];
     let mut from = 0;
     while let Some(i) = rel[from..].find(STATE_DIR) {
@@ -240,7 +245,7 @@ fn touches_state(rel: &str, access: Access) -> bool {
 /// prefix of `out` that is `base` or an ancestor of it (already checked when the base was
 /// opened). Absolute paths and paths leaving the workspace are refused with `not-permitted`,
 /// as wasmtime-wasi would refuse them.
-fn join(out: &mut String, base: &str, path: &str) -> Result<usize, ErrorCode> {
+pub(super) fn join(out: &mut String, base: &str, path: &str) -> Result<usize, ErrorCode> {
     if path.starts_with('/') {
         return Err(ErrorCode::NotPermitted);
     }
@@ -271,7 +276,7 @@ fn join(out: &mut String, base: &str, path: &str) -> Result<usize, ErrorCode> {
 
 /// Where a directory descriptor is.
 #[derive(Clone)]
-enum DirPath {
+pub(super) enum DirPath {
     /// Below the workspace: workspace-relative, empty for the root.
     Guarded(Arc<str>),
     /// A preopen outside the workspace mount: not filtered.
@@ -284,9 +289,11 @@ enum DirPath {
 /// Per-call filesystem guard state, kept in the store next to the WASI context.
 #[derive(Default)]
 pub(crate) struct FsGuard {
-    deny: Option<Arc<FsDeny>>,
+    pub(super) deny: Option<Arc<FsDeny>>,
     /// Directory descriptor rep -> its path.
-    dirs: HashMap<u32, DirPath>,
+    pub(super) dirs: HashMap<u32, DirPath>,
+    /// What this call touched, when it is traced (`toolgate plugin test`).
+    pub(super) trace: Option<super::trace::TraceHandle>,
     /// Directory-entry-stream rep -> the listed directory's workspace-relative path.
     streams: HashMap<u32, Arc<str>>,
     /// Scratch buffer for joined paths.
@@ -312,13 +319,6 @@ impl FsGuard {
             ..FsGuard::default()
         }
     }
-}
-
-/// [`HasData`] for the guarded `wasi:filesystem` interfaces.
-pub(crate) struct GuardedFs;
-
-impl HasData for GuardedFs {
-    type Data<'a> = GuardedFsView<'a>;
 }
 
 /// wasmtime-wasi's filesystem view plus this call's guard.
@@ -488,28 +488,6 @@ impl GuardedFsView<'_> {
     }
 }
 
-/// A regular file's `stat` as wasmtime-wasi reports it (its `status-change-timestamp` is the
-/// birth time, as there).
-#[cfg(target_os = "linux")]
-fn file_stat(meta: &std::fs::Metadata) -> types::DescriptorStat {
-    use std::os::unix::fs::MetadataExt;
-    let at = |t: std::io::Result<std::time::SystemTime>| {
-        let d = t.ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
-        Some(types::Datetime {
-            seconds: d.as_secs(),
-            nanoseconds: d.subsec_nanos(),
-        })
-    };
-    types::DescriptorStat {
-        type_: types::DescriptorType::RegularFile,
-        link_count: meta.nlink(),
-        size: meta.len(),
-        data_access_timestamp: at(meta.accessed()),
-        data_modification_timestamp: at(meta.modified()),
-        status_change_timestamp: at(meta.created()),
-    }
-}
-
 /// A directory the guard acts in.
 #[cfg(target_os = "linux")]
 enum DirFd {
@@ -566,119 +544,6 @@ enum Reached {
     Inner,
     /// Here, on the object that was checked.
     Here(At),
-}
-
-/// `path` split into what leads to the directory holding its target and the target's final
-/// component (trailing `/` kept): `a/b/c/` -> (`a/b`, `c/`). A final `.` or `..` names a
-/// directory itself: `a/..` -> (`a/..`, `.`).
-#[cfg(target_os = "linux")]
-fn split_last(path: &str) -> (&str, &str) {
-    let trimmed = path.trim_end_matches('/');
-    let (lead, last) = match trimmed.rfind('/') {
-        Some(i) => (&path[..i], &path[i + 1..]),
-        None => ("", path),
-    };
-    let bare = last.trim_end_matches('/');
-    if bare == "." || bare == ".." {
-        return (trimmed, ".");
-    }
-    (lead, last)
-}
-
-/// A system call's error as the guest sees it, as wasmtime-wasi maps it. Leaving the directory
-/// (`RESOLVE_BENEATH`'s `EXDEV`) is `not-permitted`, as wasmtime-wasi refuses an escape.
-#[cfg(target_os = "linux")]
-fn errno_code(e: rustix::io::Errno) -> ErrorCode {
-    use rustix::io::Errno;
-    match e {
-        Errno::PIPE => ErrorCode::Pipe,
-        Errno::PERM | Errno::XDEV => ErrorCode::NotPermitted,
-        Errno::NOENT => ErrorCode::NoEntry,
-        Errno::NOMEM => ErrorCode::InsufficientMemory,
-        Errno::BADF => ErrorCode::BadDescriptor,
-        Errno::BUSY => ErrorCode::Busy,
-        Errno::ACCESS => ErrorCode::Access,
-        Errno::NOTDIR => ErrorCode::NotDirectory,
-        Errno::ISDIR => ErrorCode::IsDirectory,
-        Errno::INVAL => ErrorCode::Invalid,
-        Errno::EXIST => ErrorCode::Exist,
-        Errno::FBIG => ErrorCode::FileTooLarge,
-        Errno::NOSPC => ErrorCode::InsufficientSpace,
-        Errno::SPIPE => ErrorCode::InvalidSeek,
-        Errno::MLINK => ErrorCode::TooManyLinks,
-        Errno::NAMETOOLONG => ErrorCode::NameTooLong,
-        Errno::NOTEMPTY => ErrorCode::NotEmpty,
-        Errno::LOOP => ErrorCode::Loop,
-        Errno::OVERFLOW => ErrorCode::Overflow,
-        Errno::ILSEQ => ErrorCode::IllegalByteSequence,
-        Errno::NOTSUP => ErrorCode::Unsupported,
-        Errno::ROFS => ErrorCode::ReadOnly,
-        Errno::INTR => ErrorCode::Interrupted,
-        Errno::DQUOT => ErrorCode::Quota,
-        _ => ErrorCode::Io,
-    }
-}
-
-#[cfg(target_os = "linux")]
-fn code(e: rustix::io::Errno) -> FsError {
-    errno_code(e).into()
-}
-
-#[cfg(target_os = "linux")]
-fn io_code(e: std::io::Error) -> FsError {
-    match e.raw_os_error() {
-        Some(raw) => code(rustix::io::Errno::from_raw_os_error(raw)),
-        None => ErrorCode::Io.into(),
-    }
-}
-
-/// Any object's `stat` as wasmtime-wasi reports it.
-#[cfg(target_os = "linux")]
-fn object_stat(meta: &std::fs::Metadata) -> types::DescriptorStat {
-    use std::os::unix::fs::FileTypeExt;
-    let kind = meta.file_type();
-    let mut stat = file_stat(meta);
-    stat.type_ = if kind.is_dir() {
-        types::DescriptorType::Directory
-    } else if kind.is_symlink() {
-        types::DescriptorType::SymbolicLink
-    } else if kind.is_file() {
-        types::DescriptorType::RegularFile
-    } else if kind.is_block_device() {
-        types::DescriptorType::BlockDevice
-    } else if kind.is_char_device() {
-        types::DescriptorType::CharacterDevice
-    } else {
-        types::DescriptorType::Unknown
-    };
-    stat
-}
-
-/// A new timestamp for `utimensat`.
-#[cfg(target_os = "linux")]
-fn timespec(t: types::NewTimestamp) -> FsResult<rustix::thread::Timespec> {
-    use rustix::thread::Timespec;
-    Ok(match t {
-        types::NewTimestamp::NoChange => Timespec {
-            tv_sec: 0,
-            tv_nsec: rustix::fs::UTIME_OMIT,
-        },
-        types::NewTimestamp::Now => Timespec {
-            tv_sec: 0,
-            tv_nsec: rustix::fs::UTIME_NOW,
-        },
-        types::NewTimestamp::Timestamp(t) => {
-            let secs = t
-                .seconds
-                .checked_add(u64::from(t.nanoseconds / 1_000_000_000))
-                .and_then(|s| i64::try_from(s).ok())
-                .ok_or(ErrorCode::Overflow)?;
-            Timespec {
-                tv_sec: secs,
-                tv_nsec: (t.nanoseconds % 1_000_000_000).into(),
-            }
-        }
-    })
 }
 
 /// Whether entry `name` of `dir` is a symlink itself.
@@ -1585,6 +1450,7 @@ impl HostDirectoryEntryStream for GuardedFsView<'_> {
             if !deny.denied(buf, dir.len(), Access::Read) {
                 return Ok(Some(entry));
             }
+            super::trace::with(self.guard.trace.as_ref(), |t| t.hidden(&self.guard.buf));
             stream = Resource::new_borrow(rep);
         }
     }

@@ -3,12 +3,17 @@
 
 mod cache;
 mod fsguard;
+mod fstrace;
 mod limiter;
 mod limits;
 pub mod net;
 mod read_ahead;
+pub mod trace;
+mod trap;
 mod walk;
 mod wasi;
+
+use trap::{classify, Cancelled};
 
 pub(crate) use cache::ToolMeta;
 pub use fsguard::FsDeny;
@@ -60,18 +65,6 @@ const KEEP_RESIDENT: usize = 4 << 20;
 /// How often the epoch ticks. Deadlines are counted in ticks, so a deadline overshoots by at
 /// most about one tick.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
-
-/// The error a cancelled guest stops with.
-#[derive(Debug)]
-struct Cancelled;
-
-impl std::fmt::Display for Cancelled {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the call was cancelled")
-    }
-}
-
-impl std::error::Error for Cancelled {}
 
 /// Per-store state: the call's WASI context and resource table, and its limits.
 pub(crate) struct CallState {
@@ -365,6 +358,15 @@ impl Sandbox {
         cancel: &CancelToken,
     ) -> Result<CallReport> {
         let mut store = self.store(caps, limits, cancel.clone())?;
+        if let Some(t) = trace::current() {
+            let mounts = caps
+                .preopens
+                .iter()
+                .map(|p| trace::mount(&p.guest, p.writable));
+            trace::with(Some(&t), |t| t.mounts = mounts.collect());
+            (store.data_mut().fsguard.trace, store.data_mut().net.trace) =
+                (Some(t.clone()), Some(t));
+        }
         let tool = loaded
             .pre
             .instantiate_async(&mut store)
@@ -419,6 +421,7 @@ impl Sandbox {
                 http: wasmtime_wasi_http::WasiHttpCtx::new(),
                 net: net::NetHooks {
                     grant: caps.net.clone(),
+                    trace: None,
                 },
                 walk: walk::WalkScope {
                     preopens: caps.preopens.clone(),
@@ -501,13 +504,14 @@ fn add_wasi_to_linker(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
     use wasmtime_wasi::sockets::{WasiSockets, WasiSocketsView as _};
     type T = CallState;
 
-    fn guarded_fs(s: &mut CallState) -> fsguard::GuardedFsView<'_> {
-        fsguard::GuardedFsView {
-            inner: wasmtime_wasi::filesystem::WasiFilesystemCtxView {
-                ctx: s.wasi.filesystem(),
-                table: &mut s.table,
-            },
-            guard: &mut s.fsguard,
+    fn guarded_fs(s: &mut CallState) -> fstrace::TracedFsView<'_> {
+        let inner = wasmtime_wasi::filesystem::WasiFilesystemCtxView {
+            ctx: s.wasi.filesystem(),
+            table: &mut s.table,
+        };
+        let guard = &mut s.fsguard;
+        fstrace::TracedFsView {
+            g: fsguard::GuardedFsView { inner, guard },
         }
     }
 
@@ -517,8 +521,8 @@ fn add_wasi_to_linker(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
     io::streams::add_to_linker::<T, HasIo>(l, |t| &mut t.table)?;
     clocks::wall_clock::add_to_linker::<T, WasiClocks>(l, T::clocks)?;
     clocks::monotonic_clock::add_to_linker::<T, WasiClocks>(l, T::clocks)?;
-    filesystem::preopens::add_to_linker::<T, fsguard::GuardedFs>(l, guarded_fs)?;
-    filesystem::types::add_to_linker::<T, fsguard::GuardedFs>(l, guarded_fs)?;
+    filesystem::preopens::add_to_linker::<T, fstrace::TracedFs>(l, guarded_fs)?;
+    filesystem::types::add_to_linker::<T, fstrace::TracedFs>(l, guarded_fs)?;
     random::random::add_to_linker::<T, WasiRandom>(l, T::random)?;
     random::insecure::add_to_linker::<T, WasiRandom>(l, T::random)?;
     random::insecure_seed::add_to_linker::<T, WasiRandom>(l, T::random)?;
@@ -583,79 +587,4 @@ pub struct SandboxOptions {
     pub progress: bool,
     /// One call in this process (`toolgate call`): no pool of instance slots.
     pub one_shot: bool,
-}
-
-/// Turn a wasmtime error into the limit it hit, or a trap with the guest's reason.
-/// `hit`: the limit the store's limiter refused a growth for, if any.
-fn classify(error: wasmtime::Error, limits: &Limits, hit: Option<Limit>) -> Error {
-    if error.downcast_ref::<Cancelled>().is_some() {
-        return Error::Cancelled {
-            message: "the client cancelled the call and the tool was interrupted".to_string(),
-        };
-    }
-    if let Some(trap) = error.downcast_ref::<Trap>() {
-        match trap {
-            Trap::Interrupt => {
-                return Error::Limit {
-                    limit: Limit::Timeout,
-                    message: format!(
-                        "the tool ran longer than its {} ms deadline and was stopped",
-                        limits.timeout.as_millis()
-                    ),
-                }
-            }
-            Trap::StackOverflow => {
-                return Error::Limit {
-                    limit: Limit::Stack,
-                    message: "the tool overflowed its stack (unbounded recursion?) and was stopped"
-                        .to_string(),
-                }
-            }
-            _ => {}
-        }
-    }
-    match hit {
-        Some(Limit::Memory) => {
-            return Error::Limit {
-                limit: Limit::Memory,
-                message: format!(
-                    "the tool tried to use more than its {} byte memory limit and was stopped",
-                    limits.max_memory_bytes
-                ),
-            }
-        }
-        Some(Limit::Table) => {
-            return Error::Limit {
-                limit: Limit::Table,
-                message: "the tool tried to grow a table past its maximum and was stopped"
-                    .to_string(),
-            }
-        }
-        _ => {}
-    }
-    let text = format!("{error:#}");
-    // A Rust guest keeps its stack at the bottom of linear memory, growing down: overflowing it
-    // wraps the stack pointer past zero, which faults at an address of 4 GiB or more.
-    if fault_address(&text).is_some_and(|a| a >= 1 << 32) {
-        return Error::Limit {
-            limit: Limit::Stack,
-            message: "the tool overflowed its stack (unbounded recursion?) and was stopped"
-                .to_string(),
-        };
-    }
-    // The model gets the trap's reason, not wasm backtrace frames.
-    let reason = error.root_cause().to_string();
-    let first = text.lines().next().unwrap_or_default();
-    Error::Trap(if first.contains(&reason) {
-        first.to_string()
-    } else {
-        format!("{first}: {reason}")
-    })
-}
-
-/// The address in a "memory fault at wasm address 0x…" trap message.
-fn fault_address(text: &str) -> Option<u64> {
-    let rest = &text[text.find("wasm address 0x")? + "wasm address 0x".len()..];
-    let hex: String = rest.chars().take_while(char::is_ascii_hexdigit).collect();
-    u64::from_str_radix(&hex, 16).ok()
 }
