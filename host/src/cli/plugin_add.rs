@@ -1,23 +1,30 @@
-//! `toolgate plugin add`: check a plugin component and its manifest, show what it asks for,
-//! and install it.
+//! `toolgate plugin add`: check a plugin component and its manifest (a local file, or an OCI
+//! artifact pulled from a registry), show what it asks for, and install it.
 
 use anyhow::Result;
 use clap::Args;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use toolgate::plugins::{PluginStore, TOOL_PREFIX};
+use toolgate::plugins::{oci, PluginStore, TOOL_PREFIX};
 use toolgate::GateOptions;
 
-/// `toolgate plugin add COMPONENT`.
+/// `toolgate plugin add COMPONENT` or `toolgate plugin add oci://REGISTRY/REPO:TAG`.
 #[derive(Args)]
 pub(super) struct AddArgs {
-    /// The component (.wasm) to install.
-    component: PathBuf,
+    /// The component (.wasm) to install, or an OCI artifact: `oci://REGISTRY/REPO:TAG` or
+    /// `oci://REGISTRY/REPO@sha256:DIGEST` (as `toolgate plugin push` prints it).
+    #[arg(value_name = "COMPONENT|oci://REF")]
+    source: String,
     /// Its manifest (default: COMPONENT with a .toml extension, else toolgate-plugin.toml
-    /// beside it, else at the crate root when COMPONENT is under a cargo `target/`).
+    /// beside it, else at the crate root when COMPONENT is under a cargo `target/`). Not for
+    /// oci://: an artifact carries its manifest.
     #[arg(long, value_name = "FILE")]
     manifest: Option<PathBuf>,
+    /// Verify the artifact's cosign signature with this public key (PEM, e.g. cosign.pub)
+    /// before installing (oci:// only).
+    #[arg(long, value_name = "KEY.pub")]
+    verify_key: Option<PathBuf>,
     /// Install without asking (needed when there is no terminal).
     #[arg(long, short = 'y')]
     yes: bool,
@@ -30,25 +37,11 @@ pub(super) async fn run(
     opts: GateOptions,
 ) -> Result<ExitCode> {
     let AddArgs {
-        component,
+        source,
         manifest,
+        verify_key,
         yes,
     } = args;
-    let manifest = match manifest {
-        Some(m) => m,
-        None => match find_manifest(&component) {
-            Ok(found) => found,
-            Err(looked) => {
-                let looked: Vec<String> = looked.iter().map(|p| p.display().to_string()).collect();
-                eprintln!(
-                    "toolgate: no manifest for {}: looked for {}; pass one with --manifest FILE",
-                    component.display(),
-                    looked.join(", ")
-                );
-                return Ok(ExitCode::from(2));
-            }
-        },
-    };
     let policy = toolgate::policy::Policy::layered(&toolgate::policy::LayerSources {
         workspace: ws.root().to_path_buf(),
         user: Some(toolgate::userdirs::UserDirs::from_env()),
@@ -59,10 +52,75 @@ pub(super) async fn run(
     })
     .map_err(|p| toolgate::policy::problems_error(&p))?;
     let sandbox = toolgate::sandbox::Sandbox::new(None)?;
-    let pending = match store
-        .prepare(&sandbox, &policy.limits, &component, &manifest)
-        .await
-    {
+    let (prepared, artifact) = if oci::is_oci(&source) {
+        if manifest.is_some() {
+            eprintln!("toolgate: --manifest is for a local component: an OCI artifact carries its own manifest as a layer");
+            return Ok(ExitCode::from(2));
+        }
+        let r = match oci::Reference::parse(&source) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("toolgate: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        };
+        let pulled = match pull(&r, verify_key.as_deref(), &policy.plugins, ws.root()).await {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("toolgate: not installed: {e}");
+                return Ok(ExitCode::from(1));
+            }
+        };
+        let pinned = r.pinned(&pulled.digest);
+        let origin = format!("{pinned} (its {} layer)", oci::MANIFEST_LAYER);
+        let names = (pinned.as_str(), origin.as_str(), pinned.as_str());
+        let p = store
+            .prepare_bytes(
+                &sandbox,
+                &policy.limits,
+                names,
+                &pulled.manifest,
+                pulled.component.clone(),
+            )
+            .await;
+        (p, Some((r, pulled)))
+    } else {
+        if verify_key.is_some() {
+            eprintln!("toolgate: --verify-key checks the signature of an oci:// artifact; a local file has none (install from a registry, or drop --verify-key)");
+            return Ok(ExitCode::from(2));
+        }
+        if let Some(by) = policy
+            .plugins
+            .required_by
+            .as_ref()
+            .filter(|_| policy.plugins.require_signature)
+        {
+            eprintln!("toolgate: not installed: {source} is a local file, which carries no signature, and `[plugins] require_signature` is on ({by}); install the plugin from a signed OCI artifact (`toolgate plugin push --sign-key`, then `toolgate plugin add oci://…`)");
+            return Ok(ExitCode::from(1));
+        }
+        let component = PathBuf::from(&source);
+        let manifest = match manifest {
+            Some(m) => m,
+            None => match find_manifest(&component) {
+                Ok(found) => found,
+                Err(looked) => {
+                    let looked: Vec<String> =
+                        looked.iter().map(|p| p.display().to_string()).collect();
+                    eprintln!(
+                        "toolgate: no manifest for {}: looked for {}; pass one with --manifest FILE",
+                        component.display(),
+                        looked.join(", ")
+                    );
+                    return Ok(ExitCode::from(2));
+                }
+            },
+        };
+        let p = store
+            .prepare(&sandbox, &policy.limits, &component, &manifest)
+            .await;
+        (p, None)
+    };
+    let pending = match prepared {
         Ok(p) => p,
         Err(e) => {
             eprintln!("toolgate: not installed: {e}");
@@ -84,6 +142,20 @@ pub(super) async fn run(
         writeln!(out, "plugin {} {}: {}", r.name, r.version, r.description)?;
     }
     writeln!(out, "  component  {}", r.source)?;
+    if let Some((reference, pulled)) = &artifact {
+        if let Some(tag) = &reference.tag {
+            writeln!(out, "  tag        {tag} (the digest above is pinned: a later push to the tag changes nothing installed)")?;
+        }
+        if pulled.verified_by.is_empty() {
+            writeln!(
+                out,
+                "  signature  not checked (no --verify-key, and the policy does not require one)"
+            )?;
+        }
+        for k in &pulled.verified_by {
+            writeln!(out, "  signature  verified with {}", k.display())?;
+        }
+    }
     writeln!(
         out,
         "  sha256     {}{}",
@@ -123,6 +195,9 @@ pub(super) async fn run(
             "  replaces   {} {} ({})",
             old.name, old.version, old.sha256
         )?;
+        if old.source != r.source {
+            writeln!(out, "    was from {}", old.source)?;
+        }
     }
     out.flush()?;
     drop(out);
@@ -153,7 +228,9 @@ pub(super) async fn run(
 /// The manifest of a component given without `--manifest`: `COMPONENT.toml`, else
 /// `toolgate-plugin.toml` beside it, else at the crate root of a cargo build (the folder that
 /// holds the `target/` the component is under). `Err` lists where it looked.
-fn find_manifest(component: &std::path::Path) -> std::result::Result<PathBuf, Vec<PathBuf>> {
+pub(super) fn find_manifest(
+    component: &std::path::Path,
+) -> std::result::Result<PathBuf, Vec<PathBuf>> {
     let mut looked = vec![component.with_extension("toml")];
     let dir = component.parent().unwrap_or(std::path::Path::new("."));
     looked.push(dir.join("toolgate-plugin.toml"));
@@ -170,4 +247,35 @@ fn find_manifest(component: &std::path::Path) -> std::result::Result<PathBuf, Ve
         Some(found) => Ok(found.clone()),
         None => Err(looked),
     }
+}
+
+/// Pull `r`, verifying its signature with `verify_key` and, when the policy requires
+/// signatures, with one of its trusted keys.
+async fn pull(
+    r: &oci::Reference,
+    verify_key: Option<&std::path::Path>,
+    plugins: &toolgate::policy::PluginsPolicy,
+    workspace: &std::path::Path,
+) -> std::result::Result<oci::Pulled, String> {
+    let mut verify = oci::Verify::default();
+    if let Some(k) = verify_key {
+        verify
+            .any_of
+            .push(("--verify-key".into(), vec![oci::sign::read_public_key(k)?]));
+    }
+    if plugins.require_signature {
+        let keys = plugins
+            .trusted_keys
+            .iter()
+            .map(|k| {
+                oci::sign::read_public_key(k)
+                    .map_err(|e| format!("{e} (listed in [plugins] trusted_keys)"))
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let by = plugins.required_by.as_deref().unwrap_or("the policy");
+        verify
+            .any_of
+            .push((format!("`[plugins] require_signature` ({by})"), keys));
+    }
+    oci::pull(r, &verify, workspace).await
 }

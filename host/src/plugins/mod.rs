@@ -16,6 +16,7 @@
 
 pub mod imports;
 pub mod manifest;
+pub mod oci;
 
 use crate::error::{Error, Result};
 use crate::sandbox::net::HostPattern;
@@ -286,15 +287,29 @@ impl PluginStore {
         component: &Path,
         manifest: &Path,
     ) -> Result<PendingInstall> {
-        let label = component.display().to_string();
         let text = std::fs::read_to_string(manifest).map_err(|e| Error::io(manifest, e))?;
-        let m = Manifest::parse(&manifest.display().to_string(), &text).map_err(|message| {
-            Error::Plugin {
-                name: label.clone(),
-                message,
-            }
-        })?;
         let bytes = std::fs::read(component).map_err(|e| Error::io(component, e))?;
+        let source = std::fs::canonicalize(component).unwrap_or_else(|_| component.to_path_buf());
+        let (label, origin) = (component.display().to_string(), manifest.display().to_string());
+        let source = source.display().to_string();
+        self.prepare_bytes(sandbox, limits, (&label, &origin, &source), &text, bytes)
+            .await
+    }
+
+    /// [`PluginStore::prepare`] for a component and manifest already in memory (pulled from a
+    /// registry): `names` is (the component's label, the manifest's, the recorded source).
+    pub async fn prepare_bytes(
+        &self,
+        sandbox: &Sandbox,
+        limits: &Limits,
+        (label, origin, source): (&str, &str, &str),
+        text: &str,
+        bytes: Vec<u8>,
+    ) -> Result<PendingInstall> {
+        let m = Manifest::parse(origin, text).map_err(|message| Error::Plugin {
+            name: label.to_string(),
+            message,
+        })?;
         let digest = sha256_hex(&bytes);
         if let Some(expected) = &m.sha256 {
             if !expected.eq_ignore_ascii_case(&digest) {
@@ -312,10 +327,7 @@ impl PluginStore {
             description: m.description.clone(),
             wit: m.wit.clone(),
             sha256: digest,
-            source: std::fs::canonicalize(component)
-                .unwrap_or_else(|_| component.to_path_buf())
-                .display()
-                .to_string(),
+            source: source.to_string(),
             granted: m.capabilities.clone(),
             capabilities: m.capabilities.clone(),
             limits: m.limits.clone(),

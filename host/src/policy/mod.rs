@@ -4,7 +4,11 @@
 
 pub mod grants;
 pub mod hooks;
+mod plugins;
 mod problems;
+mod sources;
+pub use plugins::PluginsPolicy;
+pub use sources::{managed_policy_path, LayerSources, WorkspaceLayer};
 
 pub mod trust;
 
@@ -111,6 +115,8 @@ pub struct Policy {
     pub http: HttpPolicy,
     /// Where the audit is exported (`[telemetry]`, else `OTEL_EXPORTER_OTLP_ENDPOINT`).
     pub telemetry: TelemetryPolicy,
+    /// Signatures of plugins from registries (`[plugins]`).
+    pub plugins: PluginsPolicy,
     /// The loosest mode the managed layer allows (the gate never goes above it).
     pub mode_ceiling: Option<Mode>,
     /// What each layer applied, lowest first.
@@ -178,6 +184,7 @@ struct PolicyFile {
     network: Option<NetworkFile>,
     http: Option<HttpFile>,
     telemetry: Option<TelemetryFile>,
+    plugins: Option<plugins::PluginsFile>,
 }
 
 #[derive(Deserialize, Default, Clone, Debug)]
@@ -301,6 +308,7 @@ pub struct Layer {
     net_timeout_ms: Option<u64>,
     http: HttpFile,
     otlp_endpoint: Option<String>,
+    plugins: plugins::PluginsFile,
 }
 
 /// What to do about ignored parts, shown with them.
@@ -334,49 +342,6 @@ pub struct LayerReport {
     pub trusted: bool,
     /// The settings it applied, as written.
     pub applied: Vec<String>,
-}
-
-/// Where the layers of a workspace's policy come from.
-#[derive(Clone, Debug, Default)]
-pub struct LayerSources {
-    /// The canonical workspace root (trust is recorded by it).
-    pub workspace: PathBuf,
-    /// The user's directories (their policy, their trust store).
-    pub user: Option<crate::userdirs::UserDirs>,
-    /// `--policy` or `--preset`.
-    pub cli: Option<PolicySource>,
-    /// `--mode`.
-    pub cli_mode: Option<Mode>,
-    /// The managed layer's file, if one is in force.
-    pub managed: Option<PathBuf>,
-    /// Trust the workspace layer without a record (`--trust-workspace`, for CI).
-    pub trust_workspace: bool,
-}
-
-/// The managed policy in force: `$TOOLGATE_MANAGED_POLICY` if set (an empty value means
-/// none), else `/etc/toolgate/managed.toml` if it exists.
-pub fn managed_policy_path() -> Option<PathBuf> {
-    match std::env::var_os("TOOLGATE_MANAGED_POLICY") {
-        Some(v) if v.is_empty() => None,
-        Some(v) => Some(PathBuf::from(v)),
-        None => {
-            let p = PathBuf::from("/etc/toolgate/managed.toml");
-            p.exists().then_some(p)
-        }
-    }
-}
-
-/// The workspace layer's file and whether it is trusted, as `toolgate trust` sees it.
-#[derive(Clone, Debug)]
-pub struct WorkspaceLayer {
-    /// `.toolgate/policy.toml`.
-    pub path: PathBuf,
-    /// Its sha256, when it exists.
-    pub sha256: Option<String>,
-    /// Why it is trusted (`trust.toml`, `--trust-workspace`), or `None`.
-    pub trusted_by: Option<String>,
-    /// Trusted before but the file changed since.
-    pub changed_since_trust: bool,
 }
 
 fn rank(m: Mode) -> u8 {
@@ -518,6 +483,7 @@ impl Layer {
             net_timeout_ms: network.timeout_ms,
             http: file.http.unwrap_or_default(),
             otlp_endpoint,
+            plugins: plugins::resolve(file.plugins.unwrap_or_default(), origin),
         })
     }
 
@@ -560,6 +526,7 @@ impl Layer {
             net_timeout_ms: None,
             http: HttpFile::default(),
             otlp_endpoint: None,
+            plugins: plugins::PluginsFile::default(),
         }
     }
 }
@@ -587,6 +554,7 @@ impl Stack {
                 network: NetworkPolicy::default(),
                 http: HttpPolicy::default(),
                 telemetry: TelemetryPolicy::default(),
+                plugins: PluginsPolicy::default(),
                 mode_ceiling: None,
                 layers: Vec::new(),
                 ignored: Vec::new(),
@@ -888,6 +856,8 @@ impl Stack {
             }
         }
 
+        let who = (layer.origin.as_str(), layer.kind, strict_only);
+        plugins::apply(&mut p.plugins, &layer.plugins, who, &mut applied, &mut ignore);
         self.reports.push(LayerReport {
             kind: layer.kind,
             origin: layer.origin.clone(),
