@@ -186,18 +186,8 @@ async fn it_sees_only_the_environment_variables_both_sides_named() {
 }
 
 #[tokio::test]
-async fn a_component_importing_what_it_was_not_granted_does_not_install() {
+async fn a_component_importing_host_only_interfaces_does_not_install() {
     let ws = Ws::new();
-    // Raw sockets: never.
-    let e = install(
-        &ws,
-        "toolgate_tool_test_sockets.wasm",
-        &manifest("http = [\"example.com\"]", "").replace("test-plugin", "test-sockets"),
-    )
-    .await
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("wasi:sockets/"), "{e}");
     // The host exec capability: not for plugins.
     let e = install(
         &ws,
@@ -230,20 +220,6 @@ async fn a_component_importing_what_it_was_not_granted_does_not_install() {
             "{e}"
         );
     }
-    // wasi:http without an http grant, the filesystem without an fs grant.
-    let e = install(&ws, HOSTILE, &manifest_exactly("fs_read = [\".\"]"))
-        .await
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains("wasi:http/") && e.contains("no network grant"),
-        "{e}"
-    );
-    let e = install(&ws, HOSTILE, &manifest("http = [\"example.com\"]", ""))
-        .await
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("wasi:filesystem/"), "{e}");
     // Asking for exec in the manifest is refused by name.
     let e = install(&ws, HOSTILE, &manifest("exec = true", ""))
         .await
@@ -254,6 +230,111 @@ async fn a_component_importing_what_it_was_not_granted_does_not_install() {
     assert!(!ws.path(".toolgate/plugins/test-plugin").exists());
     assert!(!ws.path(".toolgate/plugins/job_kill").exists());
     assert!(!ws.path(".toolgate/plugins/grep").exists());
+}
+
+/// The WASI interfaces language toolchains link in (sockets, the filesystem, HTTP) install
+/// without a grant for them, and then reach nothing: no socket is ever made, there is no file
+/// to open, every request is refused by the host.
+#[tokio::test]
+async fn wasi_imports_without_a_grant_install_but_reach_nothing() {
+    // Raw sockets: the component connects to 127.0.0.1:9 with std::net. Listen there when
+    // this process may (it is the discard port; usually free), to see that nothing arrives.
+    let discard = TcpListener::bind("127.0.0.1:9").ok();
+    let ws = Ws::new();
+    ws.write("src/a.txt", "secret-ish");
+    install(
+        &ws,
+        "toolgate_tool_test_sockets.wasm",
+        &manifest_exactly("").replace("test-plugin", "test-sockets"),
+    )
+    .await
+    .unwrap();
+    let g = gate(&ws, &["plugin__test-sockets"]).await;
+    let o = call(&g, "plugin__test-sockets", json!({})).await;
+    assert_eq!(o.status, Status::Error, "{o:#?}");
+    assert_eq!(code(&o), "connect-failed", "{o:#?}");
+    assert!(
+        o.content.to_lowercase().contains("permission denied")
+            || o.content.to_lowercase().contains("access"),
+        "{o:#?}"
+    );
+    if let Some(l) = discard {
+        l.set_nonblocking(true).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            l.accept().is_err(),
+            "the plugin's socket reached 127.0.0.1:9"
+        );
+    }
+    drop(g);
+
+    // wasi:http without an http grant: installed, and every request is refused by the host
+    // before anything is resolved or connected.
+    let port = serve_http();
+    let (seen_port, seen) = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let p = l.local_addr().unwrap().port();
+        l.set_nonblocking(true).unwrap();
+        (p, l)
+    };
+    ws.write(
+        ".toolgate/policy.toml",
+        format!("[network]\nallow_private = [\"127.0.0.1:{port}\", \"127.0.0.1:{seen_port}\"]\n"),
+    );
+    install(&ws, HOSTILE, &manifest_exactly("fs_read = [\"src\"]"))
+        .await
+        .unwrap();
+    let g = gate(&ws, &[TOOL]).await;
+    let tool = g.tools().find(|t| t.name == TOOL).unwrap();
+    assert_eq!(
+        serde_json::to_value(tool.risk).unwrap(),
+        json!("read-only"),
+        "no network grant: its risk is not raised"
+    );
+    for url in [
+        format!("http://127.0.0.1:{port}/ok"),
+        format!("http://127.0.0.1:{seen_port}/ok"),
+        "http://169.254.169.254/latest/meta-data/".to_string(),
+    ] {
+        let o = hostile(&g, json!({"mode": "fetch", "url": url})).await;
+        refused_with(&o, "http-request-denied");
+        assert!(!o.content.contains("hello"), "{o:#?}");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(
+        seen.accept().is_err(),
+        "a request without a network grant connected"
+    );
+    // The grant it has still works.
+    let o = hostile(&g, json!({"mode": "read", "path": "/workspace/src/a.txt"})).await;
+    assert_eq!(o.content, "secret-ish", "{o:#?}");
+    drop(g);
+
+    // wasi:filesystem without a filesystem grant: installed, with nothing to open.
+    install(&ws, HOSTILE, &manifest("http = [\"example.com\"]", ""))
+        .await
+        .unwrap();
+    let g = gate(&ws, &[TOOL]).await;
+    for path in ["/workspace/src/a.txt", "/workspace", "/", "/etc/passwd"] {
+        let mode = if path.ends_with(".txt") || path.ends_with("passwd") {
+            "read"
+        } else {
+            "list"
+        };
+        let o = hostile(&g, json!({"mode": mode, "path": path})).await;
+        assert_eq!(o.status, Status::Error, "{path}: {o:#?}");
+        assert!(
+            !o.content.contains("secret-ish") && !o.content.contains("root:"),
+            "{o:#?}"
+        );
+    }
+    let o = hostile(
+        &g,
+        json!({"mode": "write", "path": "/workspace/src/new.txt", "text": "x"}),
+    )
+    .await;
+    assert_eq!(o.status, Status::Error, "{o:#?}");
+    assert!(!ws.path("src/new.txt").exists());
 }
 
 #[tokio::test]

@@ -51,7 +51,11 @@ impl Capabilities {
         // Filesystem calls run on the calling thread instead of a blocking pool: a large speedup
         // for file-heavy tools. Must be set before the preopens are added.
         builder.allow_blocking_current_thread(BLOCKING_CURRENT_THREAD);
-        // No sockets at all: tools that need the network get it through the host.
+        // No sockets at all: tools that need the network get it through the host. Plugins may
+        // import `wasi:sockets` (language toolchains link it in; see plugins/imports.rs): with
+        // these off, creating a TCP or UDP socket fails with `access-denied` before any OS
+        // socket exists and name lookup fails, and the default address check (never replaced
+        // here) refuses every address as well.
         builder
             .allow_tcp(false)
             .allow_udp(false)
