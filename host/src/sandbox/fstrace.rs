@@ -30,6 +30,8 @@ pub(crate) struct TracedFsView<'a> {
 struct Target {
     rel: Option<String>,
     raw: String,
+    /// `rel` is `None` because the path leaves the workspace (not an unguarded descriptor).
+    leaves: bool,
 }
 
 impl TracedFsView<'_> {
@@ -39,16 +41,19 @@ impl TracedFsView<'_> {
 
     /// The workspace-relative target of `path` below `fd` (the root is `.`).
     fn target(&self, fd: &Resource<Descriptor>, path: &str) -> Target {
-        let rel = match self.g.guard.dirs.get(&fd.rep()) {
+        let (rel, leaves) = match self.g.guard.dirs.get(&fd.rep()) {
             Some(DirPath::Guarded(base)) => {
                 let mut out = String::new();
-                join(&mut out, base, path).ok().map(|_| out)
+                let joined = join(&mut out, base, path).ok().map(|_| out);
+                let leaves = joined.is_none();
+                (joined, leaves)
             }
-            _ => None,
+            _ => (None, false),
         };
         Target {
             rel: rel.map(|r| if r.is_empty() { ".".into() } else { r }),
             raw: path.to_string(),
+            leaves,
         }
     }
 
@@ -86,7 +91,7 @@ impl TracedFsView<'_> {
             .map(|e: &FsError| e.downcast_ref().copied());
         let outcome = match (code, &at.rel) {
             (None, _) => Outcome::Ok,
-            (Some(_), None) => Outcome::Refused("outside the workspace".into()),
+            (Some(_), None) if at.leaves => Outcome::Refused("outside the workspace".into()),
             (Some(Some(ErrorCode::Access)), Some(rel)) => {
                 let rel = match to.as_ref().and_then(|t| t.rel.as_deref()) {
                     Some(other) if !self.why(other, access).starts_with("reached") => other,
