@@ -185,7 +185,7 @@ async fn secrets_reads_outside_the_grant_and_hosts_not_in_the_manifest_are_refus
         );
     install(
         &ws,
-        "toolgate_plugin_test_plugin.wasm",
+        "toolgate_tool_test_plugin.wasm",
         &format!("name = \"test-plugin\"\nversion = \"0.0.1\"\nwit = \"toolgate:tool@0.1.0\"\n[capabilities]\nfs_read = [\"src\"]\nhttp = [\"127.0.0.1:{port}\", \"unused.example.com\"]\n"),
     )
     .await;
@@ -197,7 +197,10 @@ async fn secrets_reads_outside_the_grant_and_hosts_not_in_the_manifest_are_refus
         r#"{"mode": "read", "path": "src/.env"}"#,
     );
     assert_eq!(code, 1, "{v:#}");
-    assert_eq!(files(&v, "refused"), [("read".to_string(), "src/.env".to_string())]);
+    assert_eq!(
+        files(&v, "refused"),
+        [("read".to_string(), "src/.env".to_string())]
+    );
     let refused = &v["refused"][0];
     assert_eq!(refused["why"], "on the secrets deny-list", "{v:#}");
     assert!(!v.to_string().contains("hunter2"), "{v:#}");
