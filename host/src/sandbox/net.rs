@@ -20,6 +20,8 @@ use http_body_util::BodyExt;
 use std::fmt;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+#[cfg(test)]
+use std::net::Ipv4Addr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
