@@ -193,15 +193,45 @@ class Context:
     def is_denied(self, rel: str) -> bool:
         """Whether the workspace-relative `rel` is on the host's deny-list."""
         if self._denied is None:
-            parts = []
-            for g in self.denied_globs:
-                try:
-                    re.compile(_glob_regex(g))
-                    parts.append(_glob_regex(g))
-                except re.error:
-                    pass  # the host enforces the deny-list on its side as well
-            self._denied = re.compile("(?:" + "|".join(parts) + r")\Z") if parts else None
-        return self._denied is not None and self._denied.match(rel) is not None
+            self._denied = [_matcher(g) for g in self.denied_globs]
+        return any(m(rel) for m in self._denied)
+
+
+_WILD = set("*?[{")
+
+
+def _plain(s: str) -> bool:
+    return not (_WILD & set(s))
+
+
+def _matcher(glob: str):
+    """A test for one deny-list glob. The shapes the host's patterns have (`**/NAME`,
+    `**/*.EXT`, `**/PREFIX*`, `DIR/**`, `**/DIR/**`, `NAME`) are plain string tests, because
+    compiling regular expressions costs more than a whole call in a fresh plugin instance;
+    anything else becomes a regular expression."""
+    if glob.startswith("**/") and glob.endswith("/**") and _plain(glob[3:-3]):
+        part = "/" + glob[3:-3] + "/"
+        return lambda rel: part in "/" + rel + "/" and not ("/" + rel + "/").endswith(part)
+    if glob.endswith("/**") and _plain(glob[:-3]):
+        prefix = glob[:-3] + "/"
+        return lambda rel: rel.startswith(prefix)
+    if glob.startswith("**/"):
+        rest = glob[3:]
+        if _plain(rest):
+            return lambda rel: rel == rest or rel.endswith("/" + rest)
+        if rest.startswith("*") and "/" not in rest and _plain(rest[1:]):
+            suffix = rest[1:]
+            return lambda rel: rel.rsplit("/", 1)[-1].endswith(suffix)
+        if rest.endswith("*") and "/" not in rest and _plain(rest[:-1]):
+            prefix = rest[:-1]
+            return lambda rel: rel.rsplit("/", 1)[-1].startswith(prefix)
+    if _plain(glob):
+        return lambda rel: rel == glob
+    try:
+        pattern = re.compile(_glob_regex(glob) + r"\Z")
+    except re.error:
+        return lambda rel: False  # the host enforces the deny-list on its side as well
+    return lambda rel: pattern.match(rel) is not None
 
 
 def output(summary, content, truncated=False, totals=(), data=None):
