@@ -169,8 +169,9 @@ toolgate call plugin____NAME__ '{"path": "README.md", "lines": 5}' --grant plugi
 ```
 
 Plugins always go through the permission ladder: on a terminal toolgate asks, without one
-the call needs a `--grant`, a policy `allow` rule or a saved approval. The first call after
-an install compiles the component (a few seconds for Python); toolgate caches the result.
+the call needs a `--grant`, a policy `allow` rule or a saved approval. `plugin add` compiles
+the component (it holds a whole interpreter: up to a minute on a slow machine) and toolgate
+caches the result, so later processes load it in a fraction of a second.
 "##;
 
 pub(super) const GITIGNORE: &str = "/.venv\n__pycache__/\n*.wasm\n";
