@@ -19,9 +19,9 @@ use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use std::fmt;
 use std::future::Future;
-use std::net::{IpAddr, SocketAddr};
 #[cfg(test)]
 use std::net::Ipv4Addr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
