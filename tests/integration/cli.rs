@@ -259,7 +259,8 @@ fn the_ci_preset_never_prompts_even_on_a_terminal() {
         return;
     }
     let ws = Ws::new();
-    let bin = env!("CARGO_BIN_EXE_toolgate");
+    let bin = crate::common::toolgate_bin();
+    let bin = bin.display();
     let on_terminal = |preset: &str| {
         let line = format!(
             "{bin} -w '{}' {preset} call write '{{\"path\":\"a.txt\",\"content\":\"x\"}}' --compact",

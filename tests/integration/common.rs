@@ -173,10 +173,32 @@ pub async fn gate_granting(ws: &Ws, grants: &[&str]) -> Gate {
     .unwrap()
 }
 
+/// The `toolgate` binary that `cargo test` built beside this test binary (the integration
+/// tests are their own package, so cargo sets no `CARGO_BIN_EXE_toolgate` for them):
+/// `TARGET/PROFILE/deps/integration-HASH` → `TARGET/PROFILE/toolgate`.
+pub fn toolgate_bin() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        let bin = exe
+            .parent()
+            .and_then(Path::parent)
+            .map(|profile| profile.join("toolgate"))
+            .unwrap();
+        assert!(
+            bin.is_file(),
+            "{} is missing: run the tests with `cargo test --workspace`, which builds it",
+            bin.display()
+        );
+        bin
+    })
+    .clone()
+}
+
 /// The `toolgate` binary for `ws`, sharing the tests' component cache, with none of the
 /// caller's toolgate environment.
 pub fn toolgate_command(ws: &Ws) -> std::process::Command {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    let mut cmd = std::process::Command::new(crate::common::toolgate_bin());
     cmd.env("TOOLGATE_CACHE_DIR", cache_dir())
         .env_remove("TOOLGATE_SESSION")
         .env_remove("TOOLGATE_WORKSPACE")

@@ -81,7 +81,7 @@ impl ClientHandler for Client {
 type Conn = RunningService<RoleClient, Client>;
 
 fn command(ws: &Ws, args: &[&str]) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    let mut cmd = tokio::process::Command::new(crate::common::toolgate_bin());
     cmd.env("TOOLGATE_CACHE_DIR", cache_dir())
         .env_remove("TOOLGATE_SESSION")
         .env_remove("TOOLGATE_WORKSPACE")
@@ -418,7 +418,7 @@ async fn cancelling_a_long_call_interrupts_the_guest() {
 
     // The audit shows the looping call ended as cancelled, long before its deadline.
     let completed = loop {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        let out = std::process::Command::new(crate::common::toolgate_bin())
             .env("TOOLGATE_CACHE_DIR", cache_dir())
             .arg("--workspace")
             .arg(ws.root())
@@ -621,7 +621,7 @@ fn http_refuses_a_non_loopback_bind_without_allow_remote() {
 fn serve_over_stdio_speaks_json_rpc_lines() {
     // A raw client: initialize, initialized, tools/list, over the process's stdio.
     let ws = Ws::new();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+    let mut child = std::process::Command::new(crate::common::toolgate_bin())
         .env("TOOLGATE_CACHE_DIR", cache_dir())
         .arg("--workspace")
         .arg(ws.root())
@@ -741,7 +741,7 @@ struct RawStdio {
 
 impl RawStdio {
     fn start(ws: &Ws) -> Self {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        let mut child = std::process::Command::new(crate::common::toolgate_bin())
             .env("TOOLGATE_CACHE_DIR", cache_dir())
             .arg("--workspace")
             .arg(ws.root())

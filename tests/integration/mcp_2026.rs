@@ -676,7 +676,7 @@ fn python_sdk_auto_and_legacy_modes_approve_a_write() {
         }
         if transport == "stdio" {
             cmd.arg("--stdio")
-                .arg(env!("CARGO_BIN_EXE_toolgate"))
+                .arg(crate::common::toolgate_bin())
                 .arg(ws.root());
         } else {
             cmd.arg("--http").arg(server.url()).arg(&token);

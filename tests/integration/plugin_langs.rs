@@ -47,7 +47,7 @@ fn built() -> &'static Built {
                     .join(format!("scaffold-{lang}"));
                 let _ = std::fs::remove_dir_all(&dir);
                 std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
-                let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+                let out = std::process::Command::new(crate::common::toolgate_bin())
                     .args(["plugin", "new", "line-head", "--lang", &lang, "--dir"])
                     .arg(&dir)
                     .output()

@@ -241,7 +241,7 @@ fn toolgate_call_exits_1_for_a_failing_command() {
 #[tokio::test]
 async fn mcp_marks_a_failing_command_is_error() {
     let ws = Ws::new();
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    let mut cmd = tokio::process::Command::new(crate::common::toolgate_bin());
     cmd.env("TOOLGATE_CACHE_DIR", cache_dir())
         .env_remove("TOOLGATE_SESSION")
         .env_remove("TOOLGATE_WORKSPACE")
