@@ -195,7 +195,7 @@ async fn run() {
     }
     let mut rows = Vec::new();
     for (lang, wasm, manifest) in &plugins {
-        rows.push(measure(*lang, wasm, manifest, n).await);
+        rows.push(measure(lang, wasm, manifest, n).await);
     }
     println!(
         "word-count plugin, `{{\"path\": \"src\"}}` over 40 files of 2 KiB; {n} warm calls each"

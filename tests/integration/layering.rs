@@ -61,7 +61,7 @@ const KNOWN: Known = Known {
         ("exec/run.rs", 753),
         ("mcp/http.rs", 894),
         ("mcp/mod.rs", 1092),
-        ("policy/mod.rs", 1224),
+        ("policy/mod.rs", 1230),
         ("sandbox/fsguard.rs", 2017),
         ("sandbox/read_ahead.rs", 1003),
         ("sandbox/walk.rs", 1484),

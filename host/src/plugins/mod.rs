@@ -290,7 +290,10 @@ impl PluginStore {
         let text = std::fs::read_to_string(manifest).map_err(|e| Error::io(manifest, e))?;
         let bytes = std::fs::read(component).map_err(|e| Error::io(component, e))?;
         let source = std::fs::canonicalize(component).unwrap_or_else(|_| component.to_path_buf());
-        let (label, origin) = (component.display().to_string(), manifest.display().to_string());
+        let (label, origin) = (
+            component.display().to_string(),
+            manifest.display().to_string(),
+        );
         let source = source.display().to_string();
         self.prepare_bytes(sandbox, limits, (&label, &origin, &source), &text, bytes)
             .await

@@ -857,7 +857,13 @@ impl Stack {
         }
 
         let who = (layer.origin.as_str(), layer.kind, strict_only);
-        plugins::apply(&mut p.plugins, &layer.plugins, who, &mut applied, &mut ignore);
+        plugins::apply(
+            &mut p.plugins,
+            &layer.plugins,
+            who,
+            &mut applied,
+            &mut ignore,
+        );
         self.reports.push(LayerReport {
             kind: layer.kind,
             origin: layer.origin.clone(),
