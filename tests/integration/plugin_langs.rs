@@ -12,6 +12,7 @@
 pub mod build;
 
 use crate::common::*;
+use crate::plugins::refused_with;
 use serde_json::{json, Value};
 use std::io::Read;
 use std::net::TcpListener;
@@ -19,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 use toolgate::sandbox::{Limits, Sandbox};
-use toolgate::{Observation, Status};
+use toolgate::Status;
 
 /// Everything the tests here build, built in parallel the first time a test asks.
 struct Built {
@@ -318,18 +319,6 @@ async fn install_hostile(ws: &Ws, wasm: &Path, caps: &str) {
         .unwrap();
 }
 
-fn refused(o: &Observation, needle: &str) {
-    assert_ne!(o.status, Status::Ok, "expected a refusal, got {o:#?}");
-    let text = format!(
-        "{} {} {} {}",
-        o.content,
-        o.reason.clone().unwrap_or_default(),
-        o.data,
-        code(o)
-    );
-    assert!(text.contains(needle), "expected `{needle}` in {o:#?}");
-}
-
 /// A loopback listener that counts the connections it accepts.
 fn listener() -> (u16, impl Fn() -> usize) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -415,14 +404,14 @@ async fn a_hostile_python_plugin_is_refused_like_the_rust_one() {
 
     // A host not in its manifest (even one the policy lets through) is refused by the host.
     let o = h(json!({"mode": "fetch", "url": format!("http://127.0.0.1:{other_port}/ok")})).await;
-    refused(&o, "http-request-denied");
-    refused(&o, "not on this call's network allowlist");
+    refused_with(&o, "http-request-denied");
+    refused_with(&o, "not on this call's network allowlist");
     let o = h(json!({"mode": "fetch", "url": "http://169.254.169.254/latest/meta-data/"})).await;
-    refused(&o, "http-request-denied");
+    refused_with(&o, "http-request-denied");
 
     // Raw sockets: it may import them, but no socket can be made and no name resolved.
     let o = h(json!({"mode": "socket", "host": "127.0.0.1", "port": socket_port})).await;
-    refused(&o, "socket-refused");
+    refused_with(&o, "socket-refused");
     // Name lookup fails in the host (`permanent-resolver-failure`); CPython's wasi-libc
     // `getaddrinfo` traps on it, which is a failed call all the same.
     let o = h(json!({"mode": "resolve", "host": "localhost"})).await;

@@ -56,7 +56,7 @@ async fn hostile(gate: &Gate, input: Value) -> Observation {
     call(gate, TOOL, input).await
 }
 
-fn refused_with(o: &Observation, needle: &str) {
+pub fn refused_with(o: &Observation, needle: &str) {
     assert_ne!(o.status, Status::Ok, "expected a refusal, got {o:#?}");
     let text = format!(
         "{} {} {} {}",

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 mod export;
 mod health;
-mod transport;
+pub(crate) mod transport;
 
 use export::Exporter;
 #[cfg(doc)]

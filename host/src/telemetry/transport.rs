@@ -103,7 +103,9 @@ async fn post(request: Request<Bytes>) -> Result<Response<Bytes>, String> {
     }
 }
 
-fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
+/// The client TLS configuration every outgoing host connection uses (web PKI roots, ring),
+/// built once: the OTLP exporter and the OCI registry client.
+pub(crate) fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
     static CONFIG: std::sync::OnceLock<Result<Arc<rustls::ClientConfig>, String>> =
         std::sync::OnceLock::new();
     CONFIG

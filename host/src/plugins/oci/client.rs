@@ -8,7 +8,6 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Uri};
 use http_body_util::BodyExt;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Bound on connecting and on each request's answer head.
@@ -359,7 +358,8 @@ async fn exchange(
             .map_err(|e| format!("bad host name for TLS ({e})"))?;
         let tls = tokio::time::timeout(
             CONNECT_TIMEOUT,
-            tokio_rustls::TlsConnector::from(tls_config()?).connect(name, tcp),
+            tokio_rustls::TlsConnector::from(crate::telemetry::transport::tls_config()?)
+                .connect(name, tcp),
         )
         .await
         .map_err(|_| "the TLS handshake timed out".to_string())?
@@ -368,24 +368,6 @@ async fn exchange(
     } else {
         send(tcp, req, cap, method == Method::HEAD).await
     }
-}
-
-fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
-    static CONFIG: std::sync::OnceLock<Result<Arc<rustls::ClientConfig>, String>> =
-        std::sync::OnceLock::new();
-    CONFIG
-        .get_or_init(|| {
-            let roots = rustls::RootCertStore {
-                roots: webpki_roots::TLS_SERVER_ROOTS.into(),
-            };
-            rustls::ClientConfig::builder_with_provider(Arc::new(
-                rustls::crypto::ring::default_provider(),
-            ))
-            .with_safe_default_protocol_versions()
-            .map(|b| Arc::new(b.with_root_certificates(roots).with_no_client_auth()))
-            .map_err(|e| format!("cannot set up TLS ({e})"))
-        })
-        .clone()
 }
 
 async fn send<S>(
