@@ -29,6 +29,7 @@ use std::time::Duration;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
 mod addr;
+pub mod egress;
 use addr::ipv4_shorthand;
 pub use addr::{is_public, not_public};
 
@@ -97,6 +98,11 @@ impl HostPattern {
             host,
             port,
         })
+    }
+
+    /// The port the pattern names, if any.
+    pub fn port(&self) -> Option<u16> {
+        self.port
     }
 
     /// The pattern as written.
@@ -244,13 +250,6 @@ impl NetGrant {
         lists || self.also.as_ref().is_some_and(|check| check(host))
     }
 
-    fn private_allowed(&self, scheme: &str, host: &str, port: u16, ip: IpAddr) -> bool {
-        let ip_text = ip.to_string();
-        self.allow_private.iter().any(|p| {
-            p.matches_private(scheme, host, port) || p.matches_private(scheme, &ip_text, port)
-        })
-    }
-
     fn refuse(&self, message: String) {
         tracing::info!(%message, "network request refused");
         if let Ok(mut r) = self.refusals.lock() {
@@ -317,6 +316,77 @@ impl WasiHttpHooks for NetHooks {
     }
 }
 
+/// Why an IPv4 address written in a shorthand form (`127.1`, `0x7f.1`, `2130706433`) is
+/// refused outright (`None`: `host` is not one).
+pub(crate) fn shorthand_refusal(scheme: &str, host: &str, port: u16) -> Option<String> {
+    let meant = ipv4_shorthand(host)?
+        .map(|ip| format!(" (it means {ip}; write that)"))
+        .unwrap_or_default();
+    Some(format!(
+        "{scheme}://{host}:{port}: `{host}` is an IPv4 address in a shorthand form{meant}; only four plain decimal numbers are accepted, so an address has one spelling in the allowlist, the policy's `[network] allow_private` and the `fetch:HOST` key"
+    ))
+}
+
+/// Why a destination cannot be reached (see [`resolve_checked`]).
+#[derive(Debug)]
+pub(crate) enum Unreachable {
+    /// The name lookup took longer than allowed.
+    Timeout,
+    /// The name does not resolve (the resolver's words).
+    NoName(String),
+    /// The name resolves to nothing.
+    NoAddress,
+    /// An address is not public and `[network] allow_private` does not name it (the refusal).
+    Private(String),
+}
+
+/// Resolve `host` by the host's resolver and check every address: each must be public, unless
+/// `allow_private` names the host or the address with this port. The caller connects to these
+/// addresses (no second lookup that a rebinding DNS server could answer differently). The same
+/// check for `wasi:http` requests and for the shell's egress proxy.
+pub(crate) async fn resolve_checked(
+    allow_private: &[HostPattern],
+    scheme: &str,
+    host: &str,
+    port: u16,
+    timeout: Duration,
+) -> Result<Vec<SocketAddr>, Unreachable> {
+    let addrs: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => {
+            match tokio::time::timeout(timeout, tokio::net::lookup_host((host, port))).await {
+                Err(_) => return Err(Unreachable::Timeout),
+                Ok(Err(e)) => return Err(Unreachable::NoName(e.to_string())),
+                Ok(Ok(addrs)) => addrs.collect(),
+            }
+        }
+    };
+    if addrs.is_empty() {
+        return Err(Unreachable::NoAddress);
+    }
+    for a in &addrs {
+        let Some(why) = not_public(a.ip()) else {
+            continue;
+        };
+        let ip_text = a.ip().to_string();
+        if allow_private.iter().any(|p| {
+            p.matches_private(scheme, host, port) || p.matches_private(scheme, &ip_text, port)
+        }) {
+            continue;
+        }
+        let entry = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        return Err(Unreachable::Private(format!(
+            "{scheme}://{entry}: {host} resolves to {}, {why}, not a public address; the policy's `[network] allow_private` does not name it with this port (to allow it, add \"{entry}\" there)",
+            a.ip()
+        )));
+    }
+    Ok(addrs)
+}
+
 async fn send(
     grant: &NetGrant,
     mut request: http::Request<WasiBody>,
@@ -340,13 +410,8 @@ async fn send(
         return Err(HttpError::HttpRequestUriInvalid);
     };
     let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
-    if let Some(meant) = ipv4_shorthand(&host) {
-        let meant = meant
-            .map(|ip| format!(" (it means {ip}; write that)"))
-            .unwrap_or_default();
-        grant.refuse(format!(
-            "{scheme}://{host}:{port}: `{host}` is an IPv4 address in a shorthand form{meant}; only four plain decimal numbers are accepted, so an address has one spelling in the allowlist, the policy's `[network] allow_private` and the `fetch:HOST` key"
-        ));
+    if let Some(why) = shorthand_refusal(&scheme, &host, port) {
+        grant.refuse(why);
         return Err(HttpError::DestinationIpProhibited);
     }
     if !grant.host_allowed(&scheme, &host, port) {
@@ -361,46 +426,23 @@ async fn send(
     let first_byte_timeout = timeout(options.and_then(|o| o.first_byte_timeout));
 
     // Resolve here, check every address, and connect to what was checked.
-    let addrs: Vec<SocketAddr> = match host.parse::<IpAddr>() {
-        Ok(ip) => vec![SocketAddr::new(ip, port)],
-        Err(_) => match tokio::time::timeout(
-            connect_timeout,
-            tokio::net::lookup_host((host.as_str(), port)),
-        )
-        .await
-        {
-            Err(_) => return Err(HttpError::DnsTimeout),
-            Ok(Err(e)) => {
-                grant.refuse(format!("{host}: the name does not resolve ({e})"));
+    let addrs =
+        match resolve_checked(&grant.allow_private, &scheme, &host, port, connect_timeout).await {
+            Ok(addrs) => addrs,
+            Err(Unreachable::Timeout) => return Err(HttpError::DnsTimeout),
+            Err(Unreachable::NoName(why)) => {
+                grant.refuse(format!("{host}: the name does not resolve ({why})"));
                 return Err(HttpError::DnsError {
-                    rcode: Some(e.to_string()),
+                    rcode: Some(why),
                     info_code: None,
                 });
             }
-            Ok(Ok(addrs)) => addrs.collect(),
-        },
-    };
-    if addrs.is_empty() {
-        return Err(HttpError::DestinationNotFound);
-    }
-    for a in &addrs {
-        let Some(why) = not_public(a.ip()) else {
-            continue;
+            Err(Unreachable::NoAddress) => return Err(HttpError::DestinationNotFound),
+            Err(Unreachable::Private(why)) => {
+                grant.refuse(why);
+                return Err(HttpError::DestinationIpProhibited);
+            }
         };
-        if grant.private_allowed(&scheme, &host, port, a.ip()) {
-            continue;
-        }
-        let entry = if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        };
-        grant.refuse(format!(
-            "{scheme}://{entry}: {host} resolves to {}, {why}, not a public address; the policy's `[network] allow_private` does not name it with this port (to allow it, add \"{entry}\" there)",
-            a.ip()
-        ));
-        return Err(HttpError::DestinationIpProhibited);
-    }
 
     let stream =
         match tokio::time::timeout(connect_timeout, tokio::net::TcpStream::connect(&addrs[..]))

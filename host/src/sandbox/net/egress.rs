@@ -1,0 +1,417 @@
+//! The egress proxy: how a confined shell command will reach the network (issue #20, part 1).
+//!
+//! A command gets no route out; the only thing it can reach is this proxy, which speaks HTTP
+//! `CONNECT` (for HTTPS and anything tunnelled) and plain HTTP forwarding (an absolute
+//! `http://` request target). Every connection is judged by host and port before anything is
+//! sent:
+//! - a `deny` pattern wins over everything;
+//! - the destination must match an `allow` pattern; a pattern without a port means the default
+//!   ports only (80 and 443), so naming a host opens its web service, not every port;
+//! - the name is resolved here, and every address is checked by the same code as `fetch`'s
+//!   ([`super::resolve_checked`]): loopback, private, link-local, metadata and translated forms
+//!   are refused unless `[network] allow_private` names them; shorthand IPv4 spellings are
+//!   refused outright; the connection goes to the checked address;
+//! - `limited` allows only `GET`, `HEAD` and `OPTIONS` on plain HTTP (and `CONNECT` to an
+//!   allowed host, whose contents the proxy cannot see).
+//!
+//! A refusal is answered `403 Forbidden` with the reason in the body, and every connection,
+//! allowed or refused, is recorded with the bytes sent each way for the call's audit and
+//! observation. Plain HTTP is forwarded one request per connection (`Connection: close` both
+//! ways), so a second request on a kept-alive connection can never reach another host unjudged.
+//!
+//! Not wired to the shell yet: the per-command network namespace, the environment
+//! (`HTTP_PROXY`…), the ladder's `net:<host>` asks and credential brokering come next.
+
+use super::{resolve_checked, shorthand_refusal, HostPattern, Unreachable};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Largest request head (request line and headers) the proxy reads.
+const MAX_HEAD: usize = 32 << 10;
+
+/// Most connections recorded for one call; later ones are counted, not listed.
+const MAX_RECORDED: usize = 256;
+
+/// What a command may reach through the proxy.
+#[derive(Clone, Debug, Default)]
+pub struct EgressPolicy {
+    /// Destinations allowed (`host`, `*.domain`, `host:port`).
+    pub allow: Vec<HostPattern>,
+    /// Destinations refused even when `allow` names them.
+    pub deny: Vec<HostPattern>,
+    /// Only `GET`/`HEAD`/`OPTIONS` on plain HTTP (and `CONNECT` to allowed hosts).
+    pub limited: bool,
+    /// Hosts or addresses that may resolve to non-public addresses (`[network] allow_private`).
+    pub allow_private: Vec<HostPattern>,
+    /// Bound on the name lookup, on connecting, and on reading the request head.
+    pub timeout: Duration,
+}
+
+impl EgressPolicy {
+    /// Whether `host:port` may be reached, before any lookup (`Err`: why not, in words).
+    pub fn judge(&self, scheme: &str, host: &str, port: u16) -> Result<(), String> {
+        if let Some(why) = shorthand_refusal(scheme, host, port) {
+            return Err(why);
+        }
+        let names = |p: &HostPattern| {
+            // Without a port a pattern means the web ports; with one, exactly that port.
+            p.matches(scheme, host, port) && (p.port().is_some() || port == 80 || port == 443)
+        };
+        if let Some(p) = self.deny.iter().find(|p| names(p)) {
+            return Err(format!(
+                "{host}:{port} is refused by the shell's network deny rule `{p}`"
+            ));
+        }
+        if !self.allow.iter().any(names) {
+            return Err(format!(
+                "{host}:{port} is not on the shell's network allowlist (add \"{host}\" or \"{host}:{port}\" to `[shell] network` in the policy to allow it)"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One connection a command made through the proxy.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Connection {
+    /// The destination host as the command named it (lower case).
+    pub host: String,
+    /// The destination port.
+    pub port: u16,
+    /// `CONNECT`, or the plain-HTTP method.
+    pub method: String,
+    /// Whether it was let through.
+    pub allowed: bool,
+    /// Why it was refused (or why it failed after being allowed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Bytes from the command to the destination (after the request head for plain HTTP).
+    pub sent: u64,
+    /// Bytes from the destination to the command.
+    pub received: u64,
+}
+
+/// What the proxy recorded so far.
+#[derive(Debug, Default)]
+struct Log {
+    connections: Vec<Connection>,
+    unrecorded: u64,
+}
+
+/// A running proxy; it stops when dropped.
+pub struct Egress {
+    addr: SocketAddr,
+    log: Arc<Mutex<Log>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Egress {
+    /// Serve `listener` (in the command's network namespace, or on loopback in tests) with
+    /// `policy` until the returned value is dropped. Needs a tokio runtime.
+    pub fn serve(listener: TcpListener, policy: EgressPolicy) -> std::io::Result<Egress> {
+        let addr = listener.local_addr()?;
+        let log = Arc::new(Mutex::new(Log::default()));
+        let policy = Arc::new(policy);
+        let task = tokio::spawn({
+            let log = log.clone();
+            async move {
+                while let Ok((client, _)) = listener.accept().await {
+                    let (policy, log) = (policy.clone(), log.clone());
+                    tokio::spawn(async move {
+                        let c = handle(client, &policy).await;
+                        if let Some(c) = c {
+                            record(&log, c);
+                        }
+                    });
+                }
+            }
+        });
+        Ok(Egress { addr, log, task })
+    }
+
+    /// Where the proxy listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The connections so far, and how many more were made but not listed.
+    pub fn connections(&self) -> (Vec<Connection>, u64) {
+        let log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        (log.connections.clone(), log.unrecorded)
+    }
+}
+
+impl Drop for Egress {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn record(log: &Mutex<Log>, c: Connection) {
+    tracing::info!(host = %c.host, port = c.port, method = %c.method, allowed = c.allowed,
+        sent = c.sent, received = c.received, "egress connection");
+    let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+    if log.connections.len() < MAX_RECORDED {
+        log.connections.push(c);
+    } else {
+        log.unrecorded += 1;
+    }
+}
+
+/// A parsed request head.
+struct Head {
+    method: String,
+    target: String,
+    version: String,
+    headers: Vec<(String, String)>,
+    /// Bytes read past the head (the start of a body or tunnel data).
+    rest: Vec<u8>,
+}
+
+/// Read the request head, bounded in size and time.
+async fn read_head(client: &mut TcpStream, timeout: Duration) -> Result<Head, String> {
+    let mut buf = Vec::with_capacity(4096);
+    let end = tokio::time::timeout(timeout, async {
+        loop {
+            if let Some(i) = find(&buf, b"\r\n\r\n") {
+                return Ok(i);
+            }
+            if buf.len() > MAX_HEAD {
+                return Err(format!(
+                    "the request head is larger than {} KiB",
+                    MAX_HEAD >> 10
+                ));
+            }
+            let mut chunk = [0u8; 4096];
+            match client.read(&mut chunk).await {
+                Ok(0) | Err(_) => return Err("the client closed the connection".to_string()),
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    })
+    .await
+    .map_err(|_| "the request head did not arrive in time".to_string())??;
+    let text = std::str::from_utf8(&buf[..end]).map_err(|_| "the request head is not text")?;
+    let mut lines = text.split("\r\n");
+    let line = lines.next().unwrap_or("");
+    let mut parts = line.split(' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(format!("`{line}` is not an HTTP request line"));
+    };
+    if !version.starts_with("HTTP/1.") || method.is_empty() || target.is_empty() {
+        return Err(format!("`{line}` is not an HTTP/1 request line"));
+    }
+    let mut headers = Vec::new();
+    for l in lines {
+        let Some((k, v)) = l.split_once(':') else {
+            return Err(format!("`{l}` is not a header line"));
+        };
+        if k.is_empty() || k.contains(|c: char| c.is_whitespace()) {
+            return Err(format!("`{l}` is not a header line"));
+        }
+        headers.push((k.to_string(), v.trim().to_string()));
+    }
+    Ok(Head {
+        method: method.to_string(),
+        target: target.to_string(),
+        version: version.to_string(),
+        headers,
+        rest: buf[end + 4..].to_vec(),
+    })
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Split `host:port` (`[v6]:port`), lower-casing the host.
+fn authority(s: &str, default: u16) -> Option<(String, u16)> {
+    let (host, port) = super::split_host_port(s)?;
+    let host = host.to_ascii_lowercase();
+    if host.is_empty() {
+        return None;
+    }
+    Some((host, port.unwrap_or(default)))
+}
+
+/// Answer a refusal and close.
+async fn refuse(client: &mut TcpStream, status: &str, why: &str) {
+    let body = format!("toolgate egress proxy: {why}\n");
+    let reply = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = client.write_all(reply.as_bytes()).await;
+    let _ = client.shutdown().await;
+}
+
+/// Serve one client connection; the record of it (`None`: not an HTTP request at all).
+async fn handle(mut client: TcpStream, policy: &EgressPolicy) -> Option<Connection> {
+    let head = match read_head(&mut client, policy.timeout).await {
+        Ok(h) => h,
+        Err(why) => {
+            refuse(&mut client, "400 Bad Request", &why).await;
+            return None;
+        }
+    };
+    let connect = head.method.eq_ignore_ascii_case("CONNECT");
+    let (scheme, dest) = if connect {
+        ("https", authority(&head.target, 443))
+    } else {
+        match head.target.split_once("://") {
+            Some((s, rest)) if s.eq_ignore_ascii_case("http") => {
+                let auth = rest.split(['/', '?', '#']).next().unwrap_or("");
+                ("http", authority(auth, 80).filter(|_| !auth.contains('@')))
+            }
+            _ => {
+                let why = format!(
+                    "`{}` is not an absolute http:// URL or a CONNECT authority (for HTTPS, a client sends CONNECT)",
+                    head.target
+                );
+                refuse(&mut client, "400 Bad Request", &why).await;
+                return None;
+            }
+        }
+    };
+    let Some((host, port)) = dest else {
+        let why = format!("`{}` does not name a host and port", head.target);
+        refuse(&mut client, "400 Bad Request", &why).await;
+        return None;
+    };
+    let mut conn = Connection {
+        host: host.clone(),
+        port,
+        method: head.method.to_ascii_uppercase(),
+        allowed: false,
+        reason: None,
+        sent: 0,
+        received: 0,
+    };
+    let judged = if policy.limited
+        && !connect
+        && !matches!(conn.method.as_str(), "GET" | "HEAD" | "OPTIONS")
+    {
+        Err(format!(
+            "{} is not allowed: the shell's network is `limited` (GET, HEAD and OPTIONS only)",
+            conn.method
+        ))
+    } else {
+        policy.judge(scheme, &host, port)
+    };
+    if let Err(why) = judged {
+        refuse(&mut client, "403 Forbidden", &why).await;
+        conn.reason = Some(why);
+        return Some(conn);
+    }
+    let addrs =
+        match resolve_checked(&policy.allow_private, scheme, &host, port, policy.timeout).await {
+            Ok(a) => a,
+            Err(e) => {
+                let (status, why) = match e {
+                    Unreachable::Private(why) => ("403 Forbidden", why),
+                    Unreachable::Timeout => (
+                        "504 Gateway Timeout",
+                        format!("{host}: the name lookup timed out"),
+                    ),
+                    Unreachable::NoName(why) => (
+                        "502 Bad Gateway",
+                        format!("{host}: the name does not resolve ({why})"),
+                    ),
+                    Unreachable::NoAddress => (
+                        "502 Bad Gateway",
+                        format!("{host}: the name has no address"),
+                    ),
+                };
+                refuse(&mut client, status, &why).await;
+                conn.reason = Some(why);
+                return Some(conn);
+            }
+        };
+    let mut upstream =
+        match tokio::time::timeout(policy.timeout, TcpStream::connect(&addrs[..])).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                let why = format!("{host}:{port}: could not connect ({e})");
+                refuse(&mut client, "502 Bad Gateway", &why).await;
+                conn.allowed = true;
+                conn.reason = Some(why);
+                return Some(conn);
+            }
+            Err(_) => {
+                let why = format!("{host}:{port}: connecting timed out");
+                refuse(&mut client, "504 Gateway Timeout", &why).await;
+                conn.allowed = true;
+                conn.reason = Some(why);
+                return Some(conn);
+            }
+        };
+    conn.allowed = true;
+    let first = if connect {
+        if client
+            .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            .await
+            .is_err()
+        {
+            return Some(conn);
+        }
+        head.rest
+    } else {
+        let mut out = forward_head(&head);
+        out.extend_from_slice(&head.rest);
+        out
+    };
+    if upstream.write_all(&first).await.is_err() {
+        return Some(conn);
+    }
+    conn.sent = first.len() as u64;
+    if let Ok((up, down)) = tokio::io::copy_bidirectional(&mut client, &mut upstream).await {
+        conn.sent += up;
+        conn.received = down;
+    }
+    Some(conn)
+}
+
+/// The request head to send upstream: origin-form target, hop-by-hop and proxy headers
+/// dropped, one request per connection.
+fn forward_head(head: &Head) -> Vec<u8> {
+    let after_scheme = head.target.split_once("://").map(|(_, r)| r).unwrap_or("");
+    let path = match after_scheme.find(['/', '?']) {
+        Some(i) if after_scheme.as_bytes()[i] == b'/' => after_scheme[i..].to_string(),
+        Some(i) => format!("/{}", &after_scheme[i..]),
+        None => "/".to_string(),
+    };
+    let path = path.split('#').next().unwrap_or("/");
+    let mut out = format!("{} {path} {}\r\n", head.method, head.version);
+    // The Host header is the authority that was judged, whatever the client wrote.
+    let authority = after_scheme.split(['/', '?', '#']).next().unwrap_or("");
+    out.push_str(&format!("Host: {authority}\r\n"));
+    let hop = [
+        "host",
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authorization",
+        "proxy-authenticate",
+        "te",
+        "trailer",
+        "upgrade",
+    ];
+    for (k, v) in &head.headers {
+        if hop.contains(&k.to_ascii_lowercase().as_str()) {
+            continue;
+        }
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    out.into_bytes()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+#[path = "egress_tests.rs"]
+mod tests;

@@ -1,0 +1,233 @@
+//! Unit tests of the egress proxy: a loopback upstream the test starts, a proxy in front of it,
+//! and raw HTTP through the proxy as a confined command would send it.
+
+use super::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn p(s: &str) -> HostPattern {
+    match HostPattern::parse(s) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// An upstream on loopback that answers every connection with what it received (plain HTTP:
+/// the request head as the body; otherwise an echo), and counts connections.
+struct Upstream {
+    port: u16,
+    accepted: Arc<AtomicUsize>,
+}
+
+async fn upstream() -> Upstream {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let n = s.read(&mut buf).await.unwrap_or(0);
+                let got = &buf[..n];
+                if got.starts_with(b"GET ") || got.starts_with(b"HEAD ") {
+                    let reply = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", got.len());
+                    let _ = s.write_all(reply.as_bytes()).await;
+                    let _ = s.write_all(got).await;
+                } else {
+                    let _ = s.write_all(got).await;
+                    let mut more = [0u8; 1024];
+                    while let Ok(k) = s.read(&mut more).await {
+                        if k == 0 || s.write_all(&more[..k]).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    Upstream { port, accepted }
+}
+
+fn policy(up: &Upstream) -> EgressPolicy {
+    let entry = format!("127.0.0.1:{}", up.port);
+    EgressPolicy {
+        allow: vec![p(&entry)],
+        deny: vec![],
+        limited: false,
+        allow_private: vec![p(&entry)],
+        timeout: Duration::from_secs(5),
+    }
+}
+
+async fn proxy(policy: EgressPolicy) -> Egress {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    Egress::serve(l, policy).unwrap()
+}
+
+/// Send `raw` to the proxy and read until it closes.
+async fn exchange(proxy: &Egress, raw: &[u8]) -> String {
+    let mut s = TcpStream::connect(proxy.addr()).await.unwrap();
+    s.write_all(raw).await.unwrap();
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The proxy records a connection after its task ends; wait for `n` records.
+async fn records(proxy: &Egress, n: usize) -> Vec<Connection> {
+    for _ in 0..200 {
+        let (c, _) = proxy.connections();
+        if c.len() >= n {
+            return c;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    proxy.connections().0
+}
+
+#[tokio::test]
+async fn plain_http_is_forwarded_in_origin_form_with_the_judged_host() {
+    let up = upstream().await;
+    let px = proxy(policy(&up)).await;
+    let req = format!(
+        "GET http://127.0.0.1:{}/x?y=1 HTTP/1.1\r\nHost: evil.example\r\nProxy-Authorization: Basic Zm9v\r\nConnection: keep-alive\r\n\r\n",
+        up.port
+    );
+    let out = exchange(&px, req.as_bytes()).await;
+    assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
+    assert!(out.contains("GET /x?y=1 HTTP/1.1\r\n"), "{out}");
+    assert!(
+        out.contains(&format!("Host: 127.0.0.1:{}\r\n", up.port)),
+        "{out}"
+    );
+    assert!(!out.contains("evil.example"), "{out}");
+    assert!(!out.contains("Proxy-Authorization"), "{out}");
+    assert!(out.contains("Connection: close\r\n"), "{out}");
+    assert!(!out.contains("keep-alive"), "{out}");
+    let c = records(&px, 1).await;
+    assert_eq!(c.len(), 1);
+    assert!(c[0].allowed && c[0].method == "GET" && c[0].port == up.port);
+    assert!(c[0].received > 0 && c[0].sent > 0, "{c:?}");
+}
+
+#[tokio::test]
+async fn connect_tunnels_to_an_allowed_destination() {
+    let up = upstream().await;
+    let px = proxy(policy(&up)).await;
+    let mut s = TcpStream::connect(px.addr()).await.unwrap();
+    let req = format!(
+        "CONNECT 127.0.0.1:{p} HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\n\r\n",
+        p = up.port
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 39];
+    s.read_exact(&mut buf).await.unwrap();
+    assert_eq!(&buf[..], b"HTTP/1.1 200 Connection established\r\n\r\n");
+    s.write_all(b"hello through the tunnel").await.unwrap();
+    let mut echo = vec![0u8; 24];
+    s.read_exact(&mut echo).await.unwrap();
+    assert_eq!(&echo[..], b"hello through the tunnel");
+    drop(s);
+    let c = records(&px, 1).await;
+    assert!(c[0].allowed && c[0].method == "CONNECT", "{c:?}");
+    assert_eq!((c[0].sent, c[0].received), (24, 24));
+}
+
+#[tokio::test]
+async fn a_destination_not_on_the_list_is_refused_before_anything_is_sent() {
+    let up = upstream().await;
+    let other = upstream().await;
+    let px = proxy(policy(&up)).await;
+    for req in [
+        format!("GET http://127.0.0.1:{}/ HTTP/1.1\r\n\r\n", other.port),
+        format!("CONNECT 127.0.0.1:{} HTTP/1.1\r\n\r\n", other.port),
+        format!("CONNECT localhost:{} HTTP/1.1\r\n\r\n", up.port),
+    ] {
+        let out = exchange(&px, req.as_bytes()).await;
+        assert!(out.starts_with("HTTP/1.1 403 Forbidden"), "{req}: {out}");
+        assert!(out.contains("`[shell] network`"), "{out}");
+    }
+    assert_eq!(other.accepted.load(Ordering::SeqCst), 0);
+    assert_eq!(up.accepted.load(Ordering::SeqCst), 0);
+    let c = records(&px, 3).await;
+    assert!(c.iter().all(|c| !c.allowed && c.reason.is_some()), "{c:?}");
+}
+
+#[tokio::test]
+async fn private_addresses_need_allow_private_in_every_spelling() {
+    let up = upstream().await;
+    let mut pol = policy(&up);
+    pol.allow_private.clear();
+    pol.allow
+        .push(p(&format!("[::ffff:127.0.0.1]:{}", up.port)));
+    let px = proxy(pol).await;
+    for target in [
+        format!("127.0.0.1:{}", up.port),
+        format!("[::ffff:127.0.0.1]:{}", up.port),
+        format!("127.1:{}", up.port),
+    ] {
+        let out = exchange(&px, format!("CONNECT {target} HTTP/1.1\r\n\r\n").as_bytes()).await;
+        assert!(out.starts_with("HTTP/1.1 403 Forbidden"), "{target}: {out}");
+        assert!(
+            out.contains("allow_private") || out.contains("shorthand"),
+            "{target}: {out}"
+        );
+    }
+    assert_eq!(up.accepted.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn limited_mode_lets_only_safe_methods_through() {
+    let up = upstream().await;
+    let mut pol = policy(&up);
+    pol.limited = true;
+    let px = proxy(pol).await;
+    let post = format!(
+        "POST http://127.0.0.1:{}/upload HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc",
+        up.port
+    );
+    let out = exchange(&px, post.as_bytes()).await;
+    assert!(out.starts_with("HTTP/1.1 403"), "{out}");
+    assert!(out.contains("limited"), "{out}");
+    assert_eq!(up.accepted.load(Ordering::SeqCst), 0);
+    let get = format!("GET http://127.0.0.1:{}/ HTTP/1.1\r\n\r\n", up.port);
+    assert!(exchange(&px, get.as_bytes())
+        .await
+        .starts_with("HTTP/1.1 200"));
+}
+
+#[tokio::test]
+async fn what_is_not_a_proxy_request_is_answered_400() {
+    let up = upstream().await;
+    let px = proxy(policy(&up)).await;
+    for raw in [
+        "GET / HTTP/1.1\r\n\r\n".to_string(),
+        "GET https://127.0.0.1/ HTTP/1.1\r\n\r\n".to_string(),
+        format!("GET http://user@127.0.0.1:{}/ HTTP/1.1\r\n\r\n", up.port),
+        "SSH-2.0-OpenSSH\r\n\r\n".to_string(),
+        "GET http://a/ HTTP/1.1\r\nno colon here\r\n\r\n".to_string(),
+    ] {
+        let out = exchange(&px, raw.as_bytes()).await;
+        assert!(out.starts_with("HTTP/1.1 400"), "{raw:?}: {out}");
+    }
+    assert_eq!(up.accepted.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn deny_wins_and_a_pattern_without_a_port_means_the_web_ports() {
+    let pol = EgressPolicy {
+        allow: vec![p("*.example.org"), p("git.example.com:22")],
+        deny: vec![p("secret.example.org")],
+        ..EgressPolicy::default()
+    };
+    assert!(pol.judge("https", "cdn.example.org", 443).is_ok());
+    assert!(pol.judge("http", "cdn.example.org", 80).is_ok());
+    let why = pol.judge("https", "cdn.example.org", 8443).unwrap_err();
+    assert!(why.contains("cdn.example.org:8443"), "{why}");
+    let why = pol.judge("https", "secret.example.org", 443).unwrap_err();
+    assert!(why.contains("deny rule `secret.example.org`"), "{why}");
+    assert!(pol.judge("https", "git.example.com", 22).is_ok());
+    assert!(pol.judge("https", "git.example.com", 443).is_err());
+    assert!(pol.judge("https", "example.org", 443).is_err());
+}
