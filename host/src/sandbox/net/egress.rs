@@ -118,14 +118,22 @@ impl Egress {
         let task = tokio::spawn({
             let log = log.clone();
             async move {
-                while let Ok((client, _)) = listener.accept().await {
-                    let (policy, log) = (policy.clone(), log.clone());
-                    tokio::spawn(async move {
-                        let c = handle(client, &policy).await;
-                        if let Some(c) = c {
-                            record(&log, c);
+                // The connections live in this task's set: aborting the task (on drop) ends
+                // every tunnel still open, so none outlives the call.
+                let mut open = tokio::task::JoinSet::new();
+                loop {
+                    tokio::select! {
+                        accepted = listener.accept() => {
+                            let Ok((client, _)) = accepted else { break };
+                            let (policy, log) = (policy.clone(), log.clone());
+                            open.spawn(async move {
+                                if let Some(c) = handle(client, &policy).await {
+                                    record(&log, c);
+                                }
+                            });
                         }
-                    });
+                        Some(_) = open.join_next(), if !open.is_empty() => {}
+                    }
                 }
             }
         });
@@ -195,6 +203,17 @@ async fn read_head(client: &mut TcpStream, timeout: Duration) -> Result<Head, St
     .await
     .map_err(|_| "the request head did not arrive in time".to_string())??;
     let text = std::str::from_utf8(&buf[..end]).map_err(|_| "the request head is not text")?;
+    // A bare CR or LF (or another control character) would let an upstream that splits lines
+    // differently see a header or a request this proxy never judged.
+    if let Some(l) = text
+        .split("\r\n")
+        .find(|l| l.chars().any(|c| c.is_control() && c != '\t'))
+    {
+        return Err(format!(
+            "the request head line `{}` holds a control character (a bare carriage return or line feed?)",
+            l.escape_debug()
+        ));
+    }
     let mut lines = text.split("\r\n");
     let line = lines.next().unwrap_or("");
     let mut parts = line.split(' ');
@@ -233,7 +252,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 fn authority(s: &str, default: u16) -> Option<(String, u16)> {
     let (host, port) = super::split_host_port(s)?;
     let host = host.to_ascii_lowercase();
-    if host.is_empty() {
+    if host.parse::<std::net::IpAddr>().is_err() && !super::valid_hostname(&host) {
         return None;
     }
     Some((host, port.unwrap_or(default)))

@@ -207,6 +207,21 @@ async fn what_is_not_a_proxy_request_is_answered_400() {
         format!("GET http://user@127.0.0.1:{}/ HTTP/1.1\r\n\r\n", up.port),
         "SSH-2.0-OpenSSH\r\n\r\n".to_string(),
         "GET http://a/ HTTP/1.1\r\nno colon here\r\n\r\n".to_string(),
+        // Bare line feeds and carriage returns: an upstream splitting on them would see a
+        // request line or a Host header the proxy never judged.
+        format!(
+            "GET http://127.0.0.1:{p}/\nHost: evil HTTP/1.1\r\n\r\n",
+            p = up.port
+        ),
+        format!(
+            "GET http://127.0.0.1:{p}/ HTTP/1.1\r\nX: a\nHost: evil\r\n\r\n",
+            p = up.port
+        ),
+        format!(
+            "GET http://127.0.0.1:{p}/ HTTP/1.1\r\nX: a\rHost: evil\r\n\r\n",
+            p = up.port
+        ),
+        format!("CONNECT 127.0.0.1%0a:{} HTTP/1.1\r\n\r\n", up.port),
     ] {
         let out = exchange(&px, raw.as_bytes()).await;
         assert!(out.starts_with("HTTP/1.1 400"), "{raw:?}: {out}");
