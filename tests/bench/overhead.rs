@@ -333,6 +333,7 @@ async fn shell_overhead() {
                 None,
                 &[root.clone(), tmp.path().to_path_buf()],
                 None,
+                None,
             )
             .expect("confinement");
             let s = cmd.status().expect("spawn confined true");
