@@ -18,6 +18,7 @@ mod shell;
 mod shell_classifier;
 mod shell_exit;
 mod shell_kernel;
+mod shell_network;
 mod state;
 mod tools_edit;
 mod tools_read;
@@ -58,6 +59,7 @@ mod plain_errors;
 // The local console (issue #17): a real headless browser over the DevTools protocol.
 mod browser;
 mod console;
+mod credentials;
 mod shell_scopes;
 
 // The model-facing surface (issue #18).

@@ -390,6 +390,7 @@ fn a_misclassified_read_only_command_cannot_write() {
         timeout: Duration::from_secs(30),
         auto_background: Duration::from_secs(30),
         background: false,
+        net: None,
     };
     let process = toolgate::exec::run::spawn(&host, &approved).unwrap();
     assert!(process.wait_until(Instant::now() + Duration::from_secs(20)));

@@ -349,16 +349,15 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             }
             writeln!(
                 out,
-                "result: mode {}, {} rules, {} hooks, shell network {}",
+                "result: mode {}, {} rules, {} hooks\nshell network: {}",
                 gate.mode().as_str(),
                 gate.policy().rules.len(),
                 gate.policy().hooks.len(),
-                if gate.policy().shell.network {
-                    "on"
-                } else {
-                    "off"
-                }
+                gate.policy().shell.network_text()
             )?;
+            for c in &gate.policy().credentials {
+                writeln!(out, "credential: {}", c.describe())?;
+            }
             writeln!(
                 out,
                 "secrets denied: {}",

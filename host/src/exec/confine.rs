@@ -46,6 +46,8 @@ pub struct Confinement {
     pub netns: bool,
     /// The network was granted by the policy (so no network namespace was wanted).
     pub network_granted: bool,
+    /// The network namespace is the command's own, whose only way out is the egress proxy.
+    pub egress: bool,
     /// A private mount namespace.
     pub mountns: bool,
     /// The minimal filesystem view (a new root; masks; `.git` frozen).
@@ -188,6 +190,7 @@ impl Confinement {
             "scopes": self.scopes,
             "netns": self.netns,
             "network": self.network_granted,
+            "egress_proxy": self.egress,
             "mountns": self.mountns,
             "view": self.view,
             "pidns": self.pidns,
@@ -253,6 +256,7 @@ pub fn available(network: bool) -> Confinement {
         scopes: p.landlock_abi >= 6,
         netns: !network && p.netns,
         network_granted: network,
+        egress: false,
         mountns: p.mountns,
         view: p.mountns,
         pidns: p.pidns,
@@ -735,8 +739,9 @@ pub fn apply(
     view: Option<&ViewSpec>,
     writable: &[PathBuf],
     procs: Option<rustix::fd::OwnedFd>,
+    net: Option<rustix::fd::OwnedFd>,
 ) -> Result<(), String> {
-    linux::install(cmd, want, view, writable, procs)
+    linux::install(cmd, want, view, writable, procs, net)
 }
 
 #[cfg(target_os = "linux")]
@@ -1635,38 +1640,13 @@ mod linux {
             .unwrap_or(40)
     }
 
-    /// One empty network namespace (no interface up; `lo` stays down and no command has the
-    /// capability to raise it) that every network-less command joins with `setns`, instead of
-    /// creating and tearing down a namespace per command (~0.4 ms each here, plus the kernel's
-    /// asynchronous cleanup). Sharing it is only safe with Landlock's scopes (ABI 6): abstract
-    /// unix sockets are per network namespace, and the scope keeps each command from
-    /// connecting to another's. Made once, in a thread of its own that then exits.
-    fn shared_empty_netns() -> Option<BorrowedFd<'static>> {
-        static NETNS: std::sync::OnceLock<Option<OwnedFd>> = std::sync::OnceLock::new();
-        NETNS
-            .get_or_init(|| {
-                std::thread::spawn(|| -> Option<OwnedFd> {
-                    // SAFETY: only this short-lived thread moves to a new network namespace; no
-                    // file-table or filesystem-context sharing changes (no CLONE_FILES/FS).
-                    #[allow(unsafe_code)]
-                    unsafe { rustix::thread::unshare_unsafe(UnshareFlags::NEWNET) }.ok()?;
-                    let f = std::fs::File::open("/proc/thread-self/ns/net").ok()?;
-                    Some(OwnedFd::from(f))
-                })
-                .join()
-                .ok()
-                .flatten()
-            })
-            .as_ref()
-            .map(|fd| fd.as_fd())
-    }
-
     pub(super) fn install(
         cmd: &mut Command,
         want: Confinement,
         view: Option<&ViewSpec>,
         writable: &[PathBuf],
         procs: Option<OwnedFd>,
+        own_net: Option<OwnedFd>,
     ) -> Result<(), String> {
         // Everything that allocates or opens paths is done here, in the parent; the child only
         // makes system calls on what was prepared.
@@ -1690,12 +1670,14 @@ mod linux {
         };
         let last_cap = cap_last_cap();
         let mut flags = UnshareFlags::empty();
-        let shared_net = if want.netns && want.scopes && want.landlock {
-            shared_empty_netns()
-        } else {
-            None
+        // The command's own namespace (behind the egress proxy), else the shared empty one.
+        let shared_net = match &own_net {
+            None if want.netns && want.scopes && want.landlock => {
+                crate::exec::netns::shared_empty()
+            }
+            _ => None,
         };
-        if want.netns && shared_net.is_none() {
+        if want.netns && shared_net.is_none() && own_net.is_none() {
             flags |= UnshareFlags::NEWNET;
         }
         if want.mountns {
@@ -1721,7 +1703,7 @@ mod linux {
                     let pid = rustix::process::getpid().as_raw_nonzero().get();
                     rustix::io::write(fd, decimal(pid, &mut buf))?;
                 }
-                if let Some(net) = shared_net {
+                if let Some(net) = own_net.as_ref().map(AsFd::as_fd).or(shared_net) {
                     rustix::thread::move_into_link_name_space(
                         net,
                         Some(rustix::thread::LinkNameSpaceType::Network),

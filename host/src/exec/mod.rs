@@ -10,8 +10,10 @@
 
 pub mod catalog;
 pub mod confine;
+mod gitwatch;
 pub mod jobs;
 pub mod lex;
+pub mod netns;
 pub mod option_tables;
 pub mod options;
 pub mod policy;
@@ -153,6 +155,9 @@ pub struct ApprovedCommand {
     pub auto_background: Duration,
     /// Start in the background.
     pub background: bool,
+    /// The command's own network namespace behind the egress proxy (`None`: no network, or
+    /// the whole network when the policy gives it).
+    pub net: Option<netns::CommandNet>,
 }
 
 /// Shell settings from the policy.
@@ -174,6 +179,39 @@ pub struct ExecConfig {
     pub read: Vec<PathBuf>,
     /// Host paths mounted writable into normal commands' views (`[shell] write`).
     pub write: Vec<PathBuf>,
+    /// Brokered credentials: the variables that hold their placeholders, and the real values
+    /// no command may get (a variable holding one is dropped, whatever its name).
+    pub credentials: CredentialEnv,
+}
+
+/// What commands see of the brokered credentials.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct CredentialEnv {
+    /// `(variable, placeholder)`.
+    pub placeholders: Vec<(String, String)>,
+    /// The real values.
+    pub hidden: Vec<String>,
+}
+
+impl std::fmt::Debug for CredentialEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the values.
+        f.debug_struct("CredentialEnv")
+            .field("placeholders", &self.placeholders)
+            .field("hidden", &self.hidden.len())
+            .finish()
+    }
+}
+
+impl CredentialEnv {
+    /// Drop every variable holding a real value, then set the placeholders.
+    pub fn apply(&self, env: &mut Vec<(String, String)>) {
+        env.retain(|(_, v)| !self.hidden.iter().any(|h| v.contains(h.as_str())));
+        for (k, ph) in &self.placeholders {
+            env.retain(|(name, _)| name != k);
+            env.push((k.clone(), ph.clone()));
+        }
+    }
 }
 
 /// The exec capability's host state for one gate: workspace, settings, background jobs.

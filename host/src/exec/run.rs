@@ -3,6 +3,7 @@
 //! its own process group; a timeout kills the whole group; output is kept with exact totals
 //! and previewed head + tail, the full text saved under `.toolgate/outputs/`.
 
+use super::gitwatch::GitWatch;
 use super::process::kill_group;
 use super::{confine, ApprovedCommand, ExecHost, Outcome, Plan};
 use crate::text::cut_head_tail;
@@ -94,6 +95,8 @@ pub struct Process {
     git_watch: Option<GitWatch>,
     /// The text that runs.
     pub text: String,
+    /// The command's network namespace and the proxy behind it, kept while it may run.
+    _net: Option<super::netns::CommandNet>,
 }
 
 impl Process {
@@ -311,6 +314,7 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Str
     let mut confinement = confine::available(host.config.network);
     confinement.pids_limit = pids.as_ref().map(|p| p.limit());
     confinement.read_only = read_only;
+    confinement.egress = approved.net.is_some();
     if host.config.require_confinement && !confinement.complete() {
         return Err(format!(
             "the policy requires confinement and it is not available here ({})",
@@ -323,7 +327,11 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Str
     } else {
         dirs.tmp()
     };
-    let env = confine::scrubbed_env(&host.config, &host.workspace, &tmp_seen);
+    let mut env = confine::scrubbed_env(&host.config, &host.workspace, &tmp_seen);
+    host.config.credentials.apply(&mut env);
+    if let Some(net) = &approved.net {
+        net.proxy_env(&mut env);
+    }
     let path = env
         .iter()
         .find(|(k, _)| k == "PATH")
@@ -396,12 +404,14 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Str
         view,
         writable,
         cgroup: pids.is_some(),
+        netns: approved.net.is_some(),
     };
+    let net = approved.net.as_ref().map(|n| &*n.ns);
     let (pid, readers, via_spawner) =
-        match start_with_spawner(host, &request, pids.as_ref(), &shared)? {
+        match start_with_spawner(host, &request, pids.as_ref(), net, &shared)? {
             Some((pid, readers)) => (pid, readers, true),
             None => {
-                let (pid, readers) = start_in_process(&request, pids.as_ref(), &shared)?;
+                let (pid, readers) = start_in_process(&request, pids.as_ref(), net, &shared)?;
                 (pid, readers, false)
             }
         };
@@ -439,77 +449,8 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Str
         via_spawner,
         git_watch,
         text: approved.text.clone(),
+        _net: approved.net.clone(),
     })
-}
-
-/// Git entries a bind mount cannot freeze (absent ones such as `commondir`, which would
-/// redirect the host's git to a planted config, and symlinks): noted before the command and put
-/// back after it, so nothing the command planted there reaches the user's own git.
-struct GitWatch {
-    /// Workspace-relative entries and what they were: `None` absent, `Some(target)` a symlink.
-    before: Vec<(String, Option<PathBuf>)>,
-    /// What was put back (set once, at the first check after the command ended).
-    done: Mutex<Option<Vec<String>>>,
-}
-
-impl GitWatch {
-    fn new(workspace: &Path, entries: &[String]) -> GitWatch {
-        let before = entries
-            .iter()
-            .filter_map(|rel| {
-                let p = workspace.join(rel);
-                match p.symlink_metadata() {
-                    Err(_) => Some((rel.clone(), None)),
-                    Ok(m) if m.file_type().is_symlink() => {
-                        std::fs::read_link(&p).ok().map(|t| (rel.clone(), Some(t)))
-                    }
-                    Ok(_) => None,
-                }
-            })
-            .collect();
-        GitWatch {
-            before,
-            done: Mutex::new(None),
-        }
-    }
-
-    /// Put back every entry that changed; returns their paths (the same list every time).
-    fn check(&self, workspace: &Path) -> Vec<String> {
-        let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(list) = done.as_ref() {
-            return list.clone();
-        }
-        let mut reverted = Vec::new();
-        for (rel, was) in &self.before {
-            let p = workspace.join(rel);
-            let now = p.symlink_metadata();
-            let same = match (was, &now) {
-                (None, Err(_)) => true,
-                (Some(target), Ok(m)) if m.file_type().is_symlink() => {
-                    std::fs::read_link(&p).is_ok_and(|t| &t == target)
-                }
-                _ => false,
-            };
-            if same {
-                continue;
-            }
-            if let Ok(m) = now {
-                let _ = if m.is_dir() {
-                    std::fs::remove_dir_all(&p)
-                } else {
-                    std::fs::remove_file(&p)
-                };
-            }
-            #[cfg(unix)]
-            if let Some(target) = was {
-                let _ = std::os::unix::fs::symlink(target, &p);
-            }
-            tracing::warn!(path = %rel, "a command planted a git entry; it was removed");
-            reverted.push(rel.clone());
-        }
-        *done = Some(reverted.clone());
-        reverted
-    }
 }
 
 type Readers = [Option<Box<dyn Read + Send>>; 2];
@@ -528,6 +469,7 @@ fn start_with_spawner(
     host: &ExecHost,
     request: &super::spawner::Request,
     pids: Option<&confine::PidsCgroup>,
+    net: Option<&rustix::fd::OwnedFd>,
     shared: &Arc<(Mutex<Progress>, Condvar)>,
 ) -> Result<Option<(i32, Readers)>, String> {
     #[cfg(target_os = "linux")]
@@ -540,6 +482,12 @@ fn start_with_spawner(
         let mut fds: Vec<rustix::fd::OwnedFd> = vec![out_w.into(), err_w.into()];
         if let Some(p) = pids {
             fds.push(p.procs_fd()?);
+        }
+        if let Some(ns) = net {
+            fds.push(
+                ns.try_clone()
+                    .map_err(|e| format!("passing the network namespace: {e}"))?,
+            );
         }
         // When the spawner dies, the status of what it started is unknown (`None, None`):
         // the group is killed at once, since nobody can reap it or see it end any more.
@@ -572,7 +520,7 @@ fn start_with_spawner(
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = (host, request, pids, shared);
+        let _ = (host, request, pids, net, shared);
         Ok(None)
     }
 }
@@ -581,6 +529,7 @@ fn start_with_spawner(
 fn start_in_process(
     request: &super::spawner::Request,
     pids: Option<&confine::PidsCgroup>,
+    net: Option<&rustix::fd::OwnedFd>,
     shared: &Arc<(Mutex<Progress>, Condvar)>,
 ) -> Result<(i32, Readers), String> {
     let mut cmd = request.command();
@@ -589,9 +538,12 @@ fn start_in_process(
     request.confine(
         &mut cmd,
         pids.map(confine::PidsCgroup::procs_fd).transpose()?,
+        net.map(rustix::fd::OwnedFd::try_clone)
+            .transpose()
+            .map_err(|e| format!("passing the network namespace: {e}"))?,
     )?;
     #[cfg(not(target_os = "linux"))]
-    let _ = pids;
+    let _ = (pids, net);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("could not start the command: {e}"))?;
@@ -732,6 +684,7 @@ mod tests {
             timeout: Duration::from_secs(30),
             auto_background: Duration::from_secs(30),
             background: false,
+            net: None,
         };
         let process = spawn(&host, &approved).unwrap();
         assert!(!process.via_spawner);

@@ -28,7 +28,7 @@ use std::path::PathBuf;
 pub const ARG: &str = "__spawner";
 
 /// Bumped whenever [`Request`] or [`Reply`] change.
-const PROTOCOL: u32 = 2;
+const PROTOCOL: u32 = 3;
 
 /// Largest request the host sends; a larger one (a huge command or environment) is forked
 /// from the host instead.
@@ -60,6 +60,8 @@ pub struct Request {
     pub writable: Vec<PathBuf>,
     /// The third file descriptor is the pids cgroup's `cgroup.procs`.
     pub cgroup: bool,
+    /// The last file descriptor is the command's own network namespace (egress proxy).
+    pub netns: bool,
 }
 
 impl Request {
@@ -88,6 +90,7 @@ impl Request {
         &self,
         cmd: &mut std::process::Command,
         procs: Option<rustix::fd::OwnedFd>,
+        net: Option<rustix::fd::OwnedFd>,
     ) -> Result<(), String> {
         super::confine::apply(
             cmd,
@@ -95,6 +98,7 @@ impl Request {
             self.view.as_ref(),
             &self.writable,
             procs,
+            net,
         )
     }
 }
@@ -575,7 +579,7 @@ mod linux {
 
     /// Fork and exec one command with exactly the confinement the host asked for.
     fn launch(req: &Request, fds: Vec<OwnedFd>) -> Result<Child, String> {
-        let expected = if req.cgroup { 3 } else { 2 };
+        let expected = 2 + usize::from(req.cgroup) + usize::from(req.netns);
         if fds.len() != expected {
             return Err(format!(
                 "the spawner got {} descriptors, expected {expected}",
@@ -586,10 +590,10 @@ mod linux {
         let (Some(stdout), Some(stderr)) = (fds.next(), fds.next()) else {
             return Err("missing output descriptors".into());
         };
-        let procs = fds.next();
+        let (procs, net) = (req.cgroup.then(|| fds.next()).flatten(), fds.next());
         let mut cmd = req.command();
         cmd.stdout(Stdio::from(stdout)).stderr(Stdio::from(stderr));
-        req.confine(&mut cmd, procs)?;
+        req.confine(&mut cmd, procs, net)?;
         cmd.spawn()
             .map_err(|e| format!("could not start the command: {e}"))
     }

@@ -11,8 +11,10 @@
 
 pub mod approval;
 mod ask;
+mod credentials;
 mod decision;
 mod describe;
+mod egress;
 pub mod explain;
 #[cfg(test)]
 mod fake;
@@ -80,6 +82,8 @@ pub struct Gate {
     fs_deny: Arc<FsDeny>,
     /// The host exec capability: settings and background jobs (they die with the gate).
     exec_host: Arc<ExecHost>,
+    /// Secrets the host puts into requests for tools, which see only placeholders.
+    credentials: crate::sandbox::net::creds::Credentials,
 }
 
 impl Gate {
@@ -132,7 +136,13 @@ impl Gate {
         let mut key: Option<String> = None;
         let observation = match self
             .prepare(
-                session, tool_name, input, &call_id, approver, &cancel, &mut key,
+                session,
+                tool_name,
+                input,
+                &call_id,
+                approver.clone(),
+                &cancel,
+                &mut key,
             )
             .await
         {
@@ -167,7 +177,8 @@ impl Gate {
                     tracing::warn!(error = %e, "audit write failed");
                 }
                 events.clear();
-                self.run(session, prepared, &call_id, &cancel).await
+                self.run(session, prepared, &call_id, approver, &cancel)
+                    .await
             }
         };
         let elapsed = started.elapsed();

@@ -158,6 +158,7 @@ impl Gate {
             keyring.clone(),
             workspace_trusted,
         );
+        let credentials = super::credentials::load(&policy, workspace.root());
         let exec_host = Arc::new(
             ExecHost::new(
                 workspace.root().to_path_buf(),
@@ -173,6 +174,7 @@ impl Gate {
                         .unwrap_or(crate::exec::confine::DEFAULT_MAX_PROCESSES),
                     read: policy.shell.read.clone(),
                     write: policy.shell.write.clone(),
+                    credentials: super::credentials::env(&credentials),
                 },
             )
             .with_secrets({
@@ -200,6 +202,7 @@ impl Gate {
             told_ignored: Default::default(),
             fs_deny,
             exec_host,
+            credentials,
         })
     }
 
@@ -354,6 +357,7 @@ impl Gate {
 fn unknown_tool(tool: &str, known: &[String], what: &str, pattern: &str) -> Option<String> {
     let builtin = crate::tools::Builtin::ALL.map(|b| b.as_str());
     if tool == "*"
+        || tool == super::egress::NET_KEY
         || tool.starts_with("plugin__")
         || builtin.contains(&tool)
         || known.iter().any(|k| k == tool)

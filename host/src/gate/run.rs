@@ -7,7 +7,7 @@ use super::observe;
 use super::validate::{fetch_target, is_fetch, FETCH_TOOL};
 use super::{Gate, Prepared};
 use crate::cancel::CancelToken;
-use crate::exec::ExecGrant;
+use crate::exec::{ApprovedCommand, ExecGrant};
 use crate::key::{CallKey, KeyPattern, RuleDecision};
 use crate::policy::Mode;
 use crate::sandbox::net::{HostPattern, NetGrant};
@@ -28,6 +28,7 @@ impl Gate {
         session: &str,
         p: Prepared,
         call_id: &str,
+        approver: Option<Arc<dyn super::approval::Approver>>,
         cancel: &CancelToken,
     ) -> Observation {
         let name = p.tool.info.name.clone();
@@ -42,6 +43,7 @@ impl Gate {
             ..Capabilities::default()
         };
         let mut limits = self.limits.clone();
+        let mut call_net = None;
         if p.tool.info.ceiling == Ceiling::Session {
             // Importing the exec capability: the shell gets its approved command, every such
             // tool reaches this session's jobs, nothing else.
@@ -55,8 +57,16 @@ impl Gate {
                 };
                 limits.timeout = limits.timeout.max(wait + Duration::from_secs(30));
             }
+            let mut approved = p.exec.clone();
+            if let Some((net, proxy)) = approved.as_ref().and_then(|a| self.command_net(a)) {
+                call_net = Some(proxy);
+                approved = approved.map(|a| ApprovedCommand {
+                    net: Some(net),
+                    ..a
+                });
+            }
             caps.exec = Some(ExecGrant {
-                approved: p.exec.clone(),
+                approved,
                 session: session.to_string(),
                 call_id: call_id.to_string(),
                 host: self.exec_host.clone(),
@@ -148,10 +158,26 @@ impl Gate {
             denied_globs: self.denied_globs.clone(),
         };
         let input = p.input.to_string();
-        let result = self
+        let call = self
             .sandbox
-            .call(&p.tool.loaded, &caps, &limits, &input, &context, cancel)
-            .await;
+            .call(&p.tool.loaded, &caps, &limits, &input, &context, cancel);
+        let result = match call_net.as_mut() {
+            None => call.await,
+            // While the command runs, its proxy's questions are answered here (by the ladder
+            // for `net:<host>`), one at a time.
+            Some(net) => {
+                tokio::pin!(call);
+                let command = p.exec.as_ref().map(|a| a.text.as_str()).unwrap_or("");
+                loop {
+                    tokio::select! {
+                        r = &mut call => break r,
+                        Some(ask) = net.asks.recv() => {
+                            self.answer_net(net, ask, session, command, call_id, approver.clone(), cancel).await;
+                        }
+                    }
+                }
+            }
+        };
         let refusals = caps
             .net
             .as_ref()
@@ -225,6 +251,14 @@ impl Gate {
                 observation.data = json!({ "network_refused": refusals });
             }
         }
+        if let Some(net) = &call_net {
+            self.record_net(net, session, &mut observation, call_id);
+        }
+        if let Some(net) = &caps.net {
+            let leaks = net.leaks.lock().map(|l| l.clone()).unwrap_or_default();
+            self.audit_leaks(&leaks, session, &name, call_id);
+        }
+        self.scrub_credentials(&mut observation);
         observation.audit_id = call_id.to_string();
         observation
     }
@@ -292,11 +326,21 @@ impl Gate {
                 });
             }
         }
-        caps.env = grant
-            .env
-            .iter()
-            .filter_map(|k| std::env::var(k).ok().map(|v| (k.clone(), v)))
-            .collect();
+        // A brokered credential's variable is given (holding its placeholder) even when the
+        // value comes from a file rather than the host's environment.
+        let brokered = |k: &String| self.credentials.iter().any(|c| c.env.as_ref() == Some(k));
+        caps.env = self.plugin_env(
+            grant
+                .env
+                .iter()
+                .filter_map(|k| {
+                    let v = std::env::var(k)
+                        .ok()
+                        .or_else(|| brokered(k).then(String::new));
+                    v.map(|v| (k.clone(), v))
+                })
+                .collect(),
+        );
         if !grant.http.is_empty() {
             caps.net = Some(NetGrant {
                 allow: grant.http.clone(),
@@ -306,6 +350,8 @@ impl Gate {
                 timeout: self.policy.network.timeout,
                 deadline: None,
                 refusals: Default::default(),
+                credentials: self.credentials.clone(),
+                leaks: Default::default(),
             });
         }
         *limits = grant.limits(limits);
@@ -351,6 +397,8 @@ impl Gate {
             timeout: self.policy.network.timeout,
             deadline: None,
             refusals: Default::default(),
+            credentials: self.credentials.clone(),
+            leaks: Default::default(),
         }
     }
 

@@ -89,6 +89,7 @@ impl Gate {
                 .get("run_in_background")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            net: None,
         }))
     }
 }

@@ -2,11 +2,14 @@
 //! limits and hooks. A policy that does not parse or whose examples fail stops loading with
 //! the file and line; it never falls back to an empty policy.
 
+mod credentials;
 pub mod grants;
 pub mod hooks;
 mod plugins;
 mod problems;
+mod shell_network;
 mod sources;
+pub use credentials::{CredentialSource, CredentialSpec};
 pub use plugins::PluginsPolicy;
 pub use sources::{managed_policy_path, LayerSources, WorkspaceLayer};
 
@@ -90,8 +93,8 @@ impl std::fmt::Display for Problem {
     }
 }
 
-/// A loaded policy.
-#[derive(Clone, Debug)]
+/// A loaded policy (the default: nothing set yet, what stacking starts from).
+#[derive(Clone, Debug, Default)]
 pub struct Policy {
     /// Where it came from (a path, or `preset:NAME`).
     pub origin: String,
@@ -117,6 +120,8 @@ pub struct Policy {
     pub telemetry: TelemetryPolicy,
     /// Signatures of plugins from registries (`[plugins]`).
     pub plugins: PluginsPolicy,
+    /// Secrets the host brokers (`[[credentials]]`; never from a workspace's policy).
+    pub credentials: Vec<CredentialSpec>,
     /// The loosest mode the managed layer allows (the gate never goes above it).
     pub mode_ceiling: Option<Mode>,
     /// What each layer applied, lowest first.
@@ -149,11 +154,17 @@ impl Default for NetworkPolicy {
 }
 
 /// `[shell]` settings: they can only make the shell stricter, except `network` and `env`,
-/// which give commands what the policy names.
+/// which give commands what the policy names (`network`: see `shell_network.rs`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ShellPolicy {
-    /// Run commands with the network (no fresh network namespace).
+    /// `[shell] network = true`: the whole network, no proxy (the explicit escape hatch).
     pub network: bool,
+    /// `[shell] network = [...]`: hosts commands may reach through the egress proxy.
+    pub network_allow: Vec<String>,
+    /// `[shell] network_deny`: hosts refused even when `network_allow` names them.
+    pub network_deny: Vec<String>,
+    /// `[shell] network_mode = "limited"`: only GET/HEAD/OPTIONS on plain HTTP.
+    pub network_limited: bool,
     /// Environment variables passed through besides the built-in allowlist.
     pub env: Vec<String>,
     /// Programs banned besides the built-in list.
@@ -185,6 +196,8 @@ struct PolicyFile {
     http: Option<HttpFile>,
     telemetry: Option<TelemetryFile>,
     plugins: Option<plugins::PluginsFile>,
+    #[serde(default)]
+    credentials: Vec<credentials::CredentialFile>,
 }
 
 #[derive(Deserialize, Default, Clone, Debug)]
@@ -239,7 +252,9 @@ struct LimitsFile {
 #[serde(deny_unknown_fields)]
 struct ShellFile {
     require_confinement: Option<bool>,
-    network: Option<bool>,
+    network: Option<shell_network::NetworkFile>,
+    network_deny: Option<Vec<String>>,
+    network_mode: Option<toml::Spanned<String>>,
     env: Option<Vec<String>>,
     #[serde(default)]
     banned: Vec<String>,
@@ -309,6 +324,7 @@ pub struct Layer {
     http: HttpFile,
     otlp_endpoint: Option<String>,
     plugins: plugins::PluginsFile,
+    credentials: Vec<CredentialSpec>,
 }
 
 /// What to do about ignored parts, shown with them.
@@ -434,6 +450,8 @@ impl Layer {
                 });
             }
         }
+        let shell = file.shell.unwrap_or_default();
+        shell_network::check(&shell, origin, &at, &mut problems);
         let network = file.network.unwrap_or_default();
         let allow_private = network.allow_private.map(|texts| {
             texts
@@ -477,13 +495,14 @@ impl Layer {
             secrets: file.secrets,
             limits: file.limits.unwrap_or_default(),
             hooks: file.hooks,
-            shell: file.shell.unwrap_or_default(),
+            shell,
             allow_private,
             max_response_bytes: network.max_response_bytes,
             net_timeout_ms: network.timeout_ms,
             http: file.http.unwrap_or_default(),
             otlp_endpoint,
             plugins: plugins::resolve(file.plugins.unwrap_or_default(), origin),
+            credentials: credentials::check(file.credentials, origin, &mut problems),
         })
     }
 
@@ -527,6 +546,7 @@ impl Layer {
             http: HttpFile::default(),
             otlp_endpoint: None,
             plugins: plugins::PluginsFile::default(),
+            credentials: Vec::new(),
         }
     }
 }
@@ -542,23 +562,7 @@ struct Stack {
 impl Stack {
     fn new() -> Self {
         Stack {
-            policy: Policy {
-                origin: String::new(),
-                mode: Mode::default(),
-                rules: Vec::new(),
-                secrets: Vec::new(),
-                limits: Limits::default(),
-                hooks: Vec::new(),
-                require_confinement: false,
-                shell: ShellPolicy::default(),
-                network: NetworkPolicy::default(),
-                http: HttpPolicy::default(),
-                telemetry: TelemetryPolicy::default(),
-                plugins: PluginsPolicy::default(),
-                mode_ceiling: None,
-                layers: Vec::new(),
-                ignored: Vec::new(),
-            },
+            policy: Policy::default(),
             allow_private_text: Vec::new(),
             reports: Vec::new(),
             ignored: Vec::new(),
@@ -751,21 +755,8 @@ impl Stack {
             p.shell.banned.push(b.clone());
             applied.push(format!("[shell] banned `{b}`"));
         }
-        if let Some(v) = sh.network {
-            let part = format!("[shell] network = {v}");
-            if ceiling {
-                p.shell.network &= v;
-                applied.push(format!("{part} (a ceiling)"));
-            } else if strict_only && v {
-                ignore(
-                    part,
-                    "gives shell commands the network (a way out for anything they read)".into(),
-                );
-            } else {
-                p.shell.network = v;
-                applied.push(part);
-            }
-        }
+        let how = (strict_only, ceiling);
+        shell_network::apply(&mut p.shell, sh, how, &mut applied, &mut ignore);
         // Lists that give something: an untrusted layer adds nothing, a managed one is the
         // set the others may choose from.
         let mut grant_list = |part: &str, new: &Option<Vec<String>>, cur: &mut Vec<String>| {
@@ -856,6 +847,8 @@ impl Stack {
             }
         }
 
+        let (cur, kind) = (&mut p.credentials, layer.kind);
+        credentials::apply(cur, &layer.credentials, kind, &mut applied, &mut ignore);
         let who = (layer.origin.as_str(), layer.kind, strict_only);
         plugins::apply(
             &mut p.plugins,

@@ -29,8 +29,9 @@ use std::time::Duration;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
 mod addr;
+pub mod creds;
 pub mod egress;
-use addr::ipv4_shorthand;
+use addr::{default_port, ipv4_shorthand, split_host_port, valid_hostname};
 pub use addr::{is_public, not_public};
 
 /// One allowed destination: `host`, `*.domain`, optionally with a scheme (`https://host`) and a
@@ -144,51 +145,6 @@ impl fmt::Display for HostPattern {
     }
 }
 
-/// `host[:port]` or `[v6]:port`.
-fn split_host_port(s: &str) -> Option<(String, Option<u16>)> {
-    if let Some(rest) = s.strip_prefix('[') {
-        let end = rest.find(']')?;
-        let host = rest[..end].to_string();
-        let after = &rest[end + 1..];
-        return match after.strip_prefix(':') {
-            Some(p) => Some((host, Some(parse_port(p)?))),
-            None if after.is_empty() => Some((host, None)),
-            None => None,
-        };
-    }
-    match s.rsplit_once(':') {
-        // A bare IPv6 address has several colons and no port.
-        Some((h, _)) if h.contains(':') => Some((s.to_string(), None)),
-        Some((h, p)) => Some((h.to_string(), Some(parse_port(p)?))),
-        None => Some((s.to_string(), None)),
-    }
-}
-
-/// The port a URL without one means.
-fn default_port(scheme: &str) -> u16 {
-    if scheme.eq_ignore_ascii_case("https") {
-        443
-    } else {
-        80
-    }
-}
-
-fn parse_port(p: &str) -> Option<u16> {
-    p.parse::<u16>().ok().filter(|p| *p != 0)
-}
-
-fn valid_hostname(h: &str) -> bool {
-    !h.is_empty()
-        && h.len() <= 253
-        && h.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && label
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        })
-}
-
 /// Whether a destination host is allowed beyond the grant's own lists (the fetch tool asks the
 /// gate: is `fetch:<host>` already allowed without a prompt?).
 pub type HostCheck = Arc<dyn Fn(&str) -> bool + Send + Sync>;
@@ -215,6 +171,10 @@ pub struct NetGrant {
     pub deadline: Option<std::time::Instant>,
     /// What the host refused during this call, in words, for the observation.
     pub refusals: Arc<Mutex<Vec<String>>>,
+    /// Credentials the host puts into requests to their hosts ([`creds`]).
+    pub credentials: creds::Credentials,
+    /// Placeholders sent where they are not bound (each refused), for the audit.
+    pub leaks: Arc<Mutex<Vec<String>>>,
 }
 
 impl fmt::Debug for NetGrant {
@@ -418,6 +378,17 @@ async fn send(
         grant.refuse(format!(
             "{scheme}://{host}:{port}: `{host}` is not on this call's network allowlist"
         ));
+        return Err(HttpError::HttpRequestDenied);
+    }
+    if let Err(r) = creds::broker_request(&grant.credentials, &scheme, &host, port, &mut request) {
+        if r.leak {
+            grant
+                .leaks
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(r.why.clone());
+        }
+        grant.refuse(r.why);
         return Err(HttpError::HttpRequestDenied);
     }
 

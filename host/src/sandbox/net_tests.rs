@@ -158,6 +158,8 @@ fn every_list_must_match() {
         timeout: Duration::from_secs(1),
         deadline: None,
         refusals: Default::default(),
+        credentials: Default::default(),
+        leaks: Default::default(),
     };
     assert!(grant.host_allowed("https", "api.example.com", 443));
     assert!(!grant.host_allowed("https", "www.example.com", 443));

@@ -270,6 +270,9 @@ fn scrub(v: &mut Value) {
             if let Cow::Owned(clean) = scan(s) {
                 *s = clean;
             }
+            if let Some(clean) = super::secrets::scrub_known(s) {
+                *s = clean;
+            }
         }
         Value::Array(items) => items.iter_mut().for_each(scrub),
         Value::Object(map) => {

@@ -8,6 +8,7 @@ pub mod keyring;
 mod read_rows;
 mod reads;
 pub mod redact;
+pub mod secrets;
 mod session_grants;
 
 pub use audit::{redact, AuditEvent, AuditQuery};

@@ -193,3 +193,48 @@ pub(super) fn ipv4_shorthand(host: &str) -> Option<Option<Ipv4Addr>> {
     }
     Some(u32::try_from(n).ok().map(Ipv4Addr::from))
 }
+
+/// `host[:port]` or `[v6]:port`.
+pub(crate) fn split_host_port(s: &str) -> Option<(String, Option<u16>)> {
+    if let Some(rest) = s.strip_prefix('[') {
+        let end = rest.find(']')?;
+        let host = rest[..end].to_string();
+        let after = &rest[end + 1..];
+        return match after.strip_prefix(':') {
+            Some(p) => Some((host, Some(parse_port(p)?))),
+            None if after.is_empty() => Some((host, None)),
+            None => None,
+        };
+    }
+    match s.rsplit_once(':') {
+        // A bare IPv6 address has several colons and no port.
+        Some((h, _)) if h.contains(':') => Some((s.to_string(), None)),
+        Some((h, p)) => Some((h.to_string(), Some(parse_port(p)?))),
+        None => Some((s.to_string(), None)),
+    }
+}
+
+/// The port a URL without one means.
+pub(crate) fn default_port(scheme: &str) -> u16 {
+    if scheme.eq_ignore_ascii_case("https") {
+        443
+    } else {
+        80
+    }
+}
+
+fn parse_port(p: &str) -> Option<u16> {
+    p.parse::<u16>().ok().filter(|p| *p != 0)
+}
+
+pub(crate) fn valid_hostname(h: &str) -> bool {
+    !h.is_empty()
+        && h.len() <= 253
+        && h.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        })
+}

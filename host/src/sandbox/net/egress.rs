@@ -19,8 +19,8 @@
 //! observation. Plain HTTP is forwarded one request per connection (`Connection: close` both
 //! ways), so a second request on a kept-alive connection can never reach another host unjudged.
 //!
-//! Not wired to the shell yet: the per-command network namespace, the environment
-//! (`HTTP_PROXY`…), the ladder's `net:<host>` asks and credential brokering come next.
+//! A destination no rule names is put to [`EgressPolicy::ask`]: the gate answers it with the
+//! ladder for the key `net:<host>` (grants, the mode, a person; refused headless).
 
 use super::{resolve_checked, shorthand_refusal, HostPattern, Unreachable};
 use std::net::SocketAddr;
@@ -31,6 +31,9 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// Largest request head (request line and headers) the proxy reads.
 const MAX_HEAD: usize = 32 << 10;
+
+/// Bytes buffered each way while relaying a connection.
+const RELAY_BUF: usize = 64 << 10;
 
 /// Most connections recorded for one call; later ones are counted, not listed.
 const MAX_RECORDED: usize = 256;
@@ -48,29 +51,86 @@ pub struct EgressPolicy {
     pub allow_private: Vec<HostPattern>,
     /// Bound on the name lookup, on connecting, and on reading the request head.
     pub timeout: Duration,
+    /// Asked about a destination no rule names (`None`: refused). Deny rules, `limited` and
+    /// the address check are never asked about.
+    pub ask: Option<Asker>,
+    /// Credentials put into plain-HTTP requests to their hosts; a placeholder going anywhere
+    /// else (CONNECT included) is refused as a leak attempt.
+    pub credentials: super::creds::Credentials,
+}
+
+/// What the proxy asks about a destination no rule names: `Ok(how)` lets it through (`how`
+/// says who allowed it, for the record), `Err(why)` refuses it.
+pub type AskFn = dyn Fn(
+        String,
+        u16,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send>>
+    + Send
+    + Sync;
+
+/// The ladder's question for the proxy (the gate answers it: grants, mode, a person).
+#[derive(Clone)]
+pub struct Asker(pub Arc<AskFn>);
+
+impl std::fmt::Debug for Asker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Asker")
+    }
+}
+
+/// What the rules say of one destination.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Judged {
+    /// An allow pattern names it (the pattern as written).
+    Allowed(String),
+    /// A deny rule or the address form refuses it: never asked about.
+    Denied(String),
+    /// No rule names it (why, with the policy line that would allow it).
+    Unlisted(String),
 }
 
 impl EgressPolicy {
     /// Whether `host:port` may be reached, before any lookup (`Err`: why not, in words).
     pub fn judge(&self, scheme: &str, host: &str, port: u16) -> Result<(), String> {
-        if let Some(why) = shorthand_refusal(scheme, host, port) {
-            return Err(why);
+        match self.rules(scheme, host, port) {
+            Judged::Allowed(_) => Ok(()),
+            Judged::Denied(why) | Judged::Unlisted(why) => Err(why),
         }
-        let names = |p: &HostPattern| {
+    }
+
+    /// What the rules alone say of `host:port`.
+    pub fn rules(&self, scheme: &str, host: &str, port: u16) -> Judged {
+        if let Some(why) = shorthand_refusal(scheme, host, port) {
+            return Judged::Denied(why);
+        }
+        let names = |p: &&HostPattern| {
             // Without a port a pattern means the web ports; with one, exactly that port.
             p.matches(scheme, host, port) && (p.port().is_some() || port == 80 || port == 443)
         };
-        if let Some(p) = self.deny.iter().find(|p| names(p)) {
-            return Err(format!(
+        if let Some(p) = self.deny.iter().find(names) {
+            return Judged::Denied(format!(
                 "{host}:{port} is refused by the shell's network deny rule `{p}`"
             ));
         }
-        if !self.allow.iter().any(names) {
-            return Err(format!(
-                "{host}:{port} is not on the shell's network allowlist (add \"{host}\" or \"{host}:{port}\" to `[shell] network` in the policy to allow it)"
-            ));
+        match self.allow.iter().find(names) {
+            Some(p) => Judged::Allowed(format!("[shell] network `{p}`")),
+            None => Judged::Unlisted(format!(
+                "{host}:{port} is not on the shell's network allowlist (add \"{}\" to `[shell] network` in the policy to allow it)",
+                net_target(host, port)
+            )),
         }
-        Ok(())
+    }
+}
+
+/// The target of a destination's key `net:TARGET`: the host for the web ports (80, 443),
+/// `host:port` for any other.
+pub fn net_target(host: &str, port: u16) -> String {
+    if port == 80 || port == 443 {
+        host.to_string()
+    } else if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
     }
 }
 
@@ -88,6 +148,15 @@ pub struct Connection {
     /// Why it was refused (or why it failed after being allowed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// What allowed it: the policy's pattern, a grant, the mode or a person's answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_by: Option<String>,
+    /// Credentials the proxy put into the request (their names; never their values).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub credentials: Vec<String>,
+    /// A credential's placeholder was sent where it is not bound (refused).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub leak: bool,
     /// Bytes from the command to the destination (after the request head for plain HTTP).
     pub sent: u64,
     /// Bytes from the destination to the command.
@@ -271,7 +340,7 @@ async fn refuse(client: &mut TcpStream, status: &str, why: &str) {
 
 /// Serve one client connection; the record of it (`None`: not an HTTP request at all).
 async fn handle(mut client: TcpStream, policy: &EgressPolicy) -> Option<Connection> {
-    let head = match read_head(&mut client, policy.timeout).await {
+    let mut head = match read_head(&mut client, policy.timeout).await {
         Ok(h) => h,
         Err(why) => {
             refuse(&mut client, "400 Bad Request", &why).await;
@@ -308,6 +377,9 @@ async fn handle(mut client: TcpStream, policy: &EgressPolicy) -> Option<Connecti
         method: head.method.to_ascii_uppercase(),
         allowed: false,
         reason: None,
+        allowed_by: None,
+        credentials: Vec::new(),
+        leak: false,
         sent: 0,
         received: 0,
     };
@@ -320,8 +392,41 @@ async fn handle(mut client: TcpStream, policy: &EgressPolicy) -> Option<Connecti
             conn.method
         ))
     } else {
-        policy.judge(scheme, &host, port)
+        match policy.rules(scheme, &host, port) {
+            Judged::Allowed(by) => Ok(by),
+            Judged::Denied(why) => Err(why),
+            Judged::Unlisted(why) => match &policy.ask {
+                Some(ask) => (ask.0)(host.clone(), port).await,
+                None => Err(why),
+            },
+        }
     };
+    let judged = judged.map(|by| conn.allowed_by = Some(by));
+    // Credentials: put into a plain-HTTP request to a bound host; a placeholder anywhere else
+    // (or in a CONNECT, whose tunnel the proxy cannot see into) is a leak attempt.
+    let judged = judged.and_then(|()| {
+        let mut headers = head.headers.clone();
+        match super::creds::broker(
+            &policy.credentials,
+            scheme,
+            &host,
+            port,
+            &head.target,
+            &mut headers,
+        ) {
+            Ok(used) if !connect => {
+                head.headers = headers;
+                conn.credentials = used;
+                Ok(())
+            }
+            Ok(_) => Ok(()),
+            Err(r) if connect && !r.leak => Ok(()),
+            Err(r) => {
+                conn.leak = r.leak;
+                Err(r.why)
+            }
+        }
+    });
     if let Err(why) = judged {
         refuse(&mut client, "403 Forbidden", &why).await;
         conn.reason = Some(why);
@@ -388,7 +493,11 @@ async fn handle(mut client: TcpStream, policy: &EgressPolicy) -> Option<Connecti
         return Some(conn);
     }
     conn.sent = first.len() as u64;
-    if let Ok((up, down)) = tokio::io::copy_bidirectional(&mut client, &mut upstream).await {
+    // 64 KiB each way: with tokio's default 8 KiB a 100 MB download ran at a quarter of a
+    // direct connection's speed (docs/benchmarks.md, "The egress proxy").
+    let relay =
+        tokio::io::copy_bidirectional_with_sizes(&mut client, &mut upstream, RELAY_BUF, RELAY_BUF);
+    if let Ok((up, down)) = relay.await {
         conn.sent += up;
         conn.received = down;
     }

@@ -57,6 +57,8 @@ fn policy(up: &Upstream) -> EgressPolicy {
         limited: false,
         allow_private: vec![p(&entry)],
         timeout: Duration::from_secs(5),
+        ask: None,
+        credentials: Default::default(),
     }
 }
 
@@ -245,4 +247,91 @@ fn deny_wins_and_a_pattern_without_a_port_means_the_web_ports() {
     assert!(pol.judge("https", "git.example.com", 22).is_ok());
     assert!(pol.judge("https", "git.example.com", 443).is_err());
     assert!(pol.judge("https", "example.org", 443).is_err());
+}
+
+/// A destination no rule names is put to the asker: its yes lets the connection through (and
+/// says who allowed it), its no refuses it; a deny rule and `limited` are never asked about.
+#[tokio::test]
+async fn an_unlisted_destination_is_asked_and_a_denied_one_is_not() {
+    let up = upstream().await;
+    let asked = Arc::new(Mutex::new(Vec::<(String, u16)>::new()));
+    let mut pol = policy(&up);
+    pol.allow.clear();
+    pol.deny = vec![p("denied.example")];
+    let answer = Arc::new(Mutex::new(Ok::<String, String>("approved once".into())));
+    pol.ask = Some(Asker(Arc::new({
+        let (asked, answer) = (asked.clone(), answer.clone());
+        move |host, port| {
+            asked.lock().unwrap().push((host, port));
+            let a = answer.lock().unwrap().clone();
+            Box::pin(async move { a })
+        }
+    })));
+    let px = proxy(pol).await;
+    let req = format!("GET http://127.0.0.1:{}/ HTTP/1.1\r\n\r\n", up.port);
+    let out = exchange(&px, req.as_bytes()).await;
+    assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
+    *answer.lock().unwrap() = Err("nobody can approve `net:127.0.0.1` here".into());
+    let out = exchange(&px, req.as_bytes()).await;
+    assert!(out.starts_with("HTTP/1.1 403"), "{out}");
+    assert!(out.contains("nobody can approve"), "{out}");
+    let out = exchange(&px, b"CONNECT denied.example:443 HTTP/1.1\r\n\r\n").await;
+    assert!(out.starts_with("HTTP/1.1 403"), "{out}");
+    assert_eq!(
+        asked.lock().unwrap().len(),
+        2,
+        "{:?}",
+        asked.lock().unwrap()
+    );
+    let c = records(&px, 3).await;
+    assert_eq!(c.iter().filter(|c| c.allowed).count(), 1, "{c:?}");
+    let ok = c.iter().find(|c| c.allowed).unwrap();
+    assert_eq!(ok.allowed_by.as_deref(), Some("approved once"));
+    assert_eq!(up.accepted.load(Ordering::SeqCst), 1);
+    assert_eq!(net_target("a.example", 443), "a.example");
+    assert_eq!(net_target("a.example", 22), "a.example:22");
+}
+
+/// A credential's placeholder in a plain-HTTP request to its host is replaced by the value; to
+/// another host, or in a CONNECT, it is refused as a leak attempt before anything is sent.
+#[tokio::test]
+async fn credentials_are_brokered_for_their_host_and_refused_elsewhere() {
+    use crate::sandbox::net::creds::{placeholder, Credential};
+    let up = upstream().await;
+    let mut pol = policy(&up);
+    pol.allow.push(p("elsewhere.example:8080"));
+    pol.credentials = Arc::from(vec![Credential {
+        name: "api".into(),
+        value: Ok("real-secret-value".into()),
+        hosts: vec![p(&format!("127.0.0.1:{}", up.port))],
+        header: None,
+        env: None,
+    }]);
+    let px = proxy(pol).await;
+    let ph = placeholder("api");
+    let req = format!(
+        "GET http://127.0.0.1:{}/ HTTP/1.1\r\nAuthorization: Bearer {ph}\r\n\r\n",
+        up.port
+    );
+    let out = exchange(&px, req.as_bytes()).await;
+    assert!(
+        out.contains("Authorization: Bearer real-secret-value"),
+        "{out}"
+    );
+    let req = format!("GET http://elsewhere.example:8080/ HTTP/1.1\r\nX-T: {ph}\r\n\r\n");
+    let out = exchange(&px, req.as_bytes()).await;
+    assert!(
+        out.starts_with("HTTP/1.1 403") && out.contains("leak attempt"),
+        "{out}"
+    );
+    let req = format!("CONNECT elsewhere.example:8080 HTTP/1.1\r\nX-T: {ph}\r\n\r\n");
+    let out = exchange(&px, req.as_bytes()).await;
+    assert!(
+        out.starts_with("HTTP/1.1 403") && out.contains("leak attempt"),
+        "{out}"
+    );
+    let c = records(&px, 3).await;
+    assert_eq!(c.iter().filter(|c| c.leak).count(), 2, "{c:?}");
+    assert_eq!(c.iter().find(|c| c.allowed).unwrap().credentials, ["api"]);
+    assert_eq!(up.accepted.load(Ordering::SeqCst), 1);
 }

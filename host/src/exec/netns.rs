@@ -1,0 +1,239 @@
+//! A network namespace of one command's own, whose only way out is the host's egress proxy.
+//!
+//! A host thread moves itself to a fresh network namespace, raises `lo` there, binds a TCP
+//! listener on `127.0.0.1` inside it and keeps a descriptor of the namespace; then it exits.
+//! The listener stays in that namespace (a socket belongs to the namespace it was made in), so
+//! the host serves it from any thread while the command, which joins the namespace with
+//! `setns` before it execs, can reach nothing but `127.0.0.1:PORT`: no other interface, no
+//! route. The proxy behind the listener connects out from the host's own namespace, after it
+//! judged the destination.
+
+use rustix::fd::OwnedFd;
+use std::any::Any;
+use std::sync::Arc;
+
+/// What the command's network is: its namespace, the proxy's port inside it, and whatever
+/// keeps the proxy running (dropped with the last holder: the call, or the background job).
+#[derive(Clone)]
+pub struct CommandNet {
+    /// The namespace the command joins.
+    pub ns: Arc<OwnedFd>,
+    /// The proxy's port on `127.0.0.1` inside it.
+    pub port: u16,
+    /// Keeps the proxy serving while the command may still use it.
+    pub keep: Arc<dyn Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for CommandNet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandNet")
+            .field("port", &self.port)
+            .finish()
+    }
+}
+
+impl PartialEq for CommandNet {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.ns, &other.ns) && self.port == other.port
+    }
+}
+
+impl Eq for CommandNet {}
+
+impl CommandNet {
+    /// The environment that points every common client at the proxy: the `*_PROXY` variables
+    /// (both cases), npm's, cargo's and pip's own, and git's `http.proxy` through
+    /// `GIT_CONFIG_*` (appended after the entries `env` already has).
+    pub fn proxy_env(&self, env: &mut Vec<(String, String)>) {
+        let url = format!("http://127.0.0.1:{}", self.port);
+        let set = |env: &mut Vec<(String, String)>, k: &str, v: &str| {
+            env.retain(|(name, _)| name != k);
+            env.push((k.to_string(), v.to_string()));
+        };
+        for k in [
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "all_proxy",
+            "npm_config_proxy",
+            "npm_config_https_proxy",
+            "CARGO_HTTP_PROXY",
+            "PIP_PROXY",
+        ] {
+            set(env, k, &url);
+        }
+        // Nothing bypasses the proxy: there is no other way out of the namespace anyway, and a
+        // client that went direct would only fail without saying why.
+        set(env, "NO_PROXY", "");
+        set(env, "no_proxy", "");
+        let count = env
+            .iter()
+            .find(|(k, _)| k == "GIT_CONFIG_COUNT")
+            .and_then(|(_, v)| v.parse::<usize>().ok())
+            .unwrap_or(0);
+        set(env, &format!("GIT_CONFIG_KEY_{count}"), "http.proxy");
+        set(env, &format!("GIT_CONFIG_VALUE_{count}"), &url);
+        set(env, "GIT_CONFIG_COUNT", &(count + 1).to_string());
+    }
+}
+
+/// A fresh network namespace with `lo` up and a listener on `127.0.0.1:0` inside it.
+#[cfg(target_os = "linux")]
+pub fn create() -> Result<(OwnedFd, std::net::TcpListener), String> {
+    std::thread::spawn(|| -> Result<(OwnedFd, std::net::TcpListener), String> {
+        // SAFETY: only this short-lived thread moves to the new namespace; it shares no file
+        // table or filesystem context change (no CLONE_FILES/FS) and exits right after.
+        #[allow(unsafe_code)]
+        unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }
+            .map_err(|e| format!("creating the command's network namespace: {e}"))?;
+        raise_loopback().map_err(|e| format!("raising the command's loopback interface: {e}"))?;
+        let ns = std::fs::File::open("/proc/thread-self/ns/net")
+            .map_err(|e| format!("opening the command's network namespace: {e}"))?;
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
+            .map_err(|e| format!("binding the proxy inside the command's namespace: {e}"))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| format!("preparing the proxy's listener: {e}"))?;
+        Ok((OwnedFd::from(ns), listener))
+    })
+    .join()
+    .map_err(|_| "the thread making the command's network namespace failed".to_string())?
+}
+
+/// Not available off Linux: commands there get no network namespace at all.
+#[cfg(not(target_os = "linux"))]
+pub fn create() -> Result<(OwnedFd, std::net::TcpListener), String> {
+    Err("a network namespace per command needs Linux".into())
+}
+
+/// One empty network namespace (no interface up; `lo` stays down and no command has the
+/// capability to raise it) that every network-less command joins with `setns`, instead of
+/// creating and tearing down a namespace per command (~0.4 ms each here, plus the kernel's
+/// asynchronous cleanup). Sharing it is only safe with Landlock's scopes (ABI 6): abstract
+/// unix sockets are per network namespace, and the scope keeps each command from connecting
+/// to another's. Made once, in a thread of its own that then exits.
+#[cfg(target_os = "linux")]
+pub fn shared_empty() -> Option<rustix::fd::BorrowedFd<'static>> {
+    use rustix::fd::AsFd;
+    static NETNS: std::sync::OnceLock<Option<OwnedFd>> = std::sync::OnceLock::new();
+    NETNS
+        .get_or_init(|| {
+            std::thread::spawn(|| -> Option<OwnedFd> {
+                // SAFETY: only this short-lived thread moves to a new network namespace; no
+                // file-table or filesystem-context sharing changes (no CLONE_FILES/FS).
+                #[allow(unsafe_code)]
+                unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }
+                    .ok()?;
+                let f = std::fs::File::open("/proc/thread-self/ns/net").ok()?;
+                Some(OwnedFd::from(f))
+            })
+            .join()
+            .ok()
+            .flatten()
+        })
+        .as_ref()
+        .map(|fd| fd.as_fd())
+}
+
+/// `ip link set lo up` in the calling thread's network namespace.
+#[cfg(target_os = "linux")]
+fn raise_loopback() -> std::io::Result<()> {
+    #[allow(unsafe_code)]
+    // SAFETY: a datagram socket and two ioctls on a zeroed `ifreq` naming `lo`; the socket is
+    // closed on every path.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut req: libc::ifreq = std::mem::zeroed();
+        for (i, b) in b"lo\0".iter().enumerate() {
+            req.ifr_name[i] = *b as libc::c_char;
+        }
+        let result = (|| {
+            if libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut req) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+            if libc::ioctl(fd, libc::SIOCSIFFLAGS, &req) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })();
+        libc::close(fd);
+        result
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The listener is reachable from inside the namespace only: the host's loopback does not
+    /// have it.
+    #[test]
+    fn the_listener_lives_in_the_commands_namespace() {
+        let Ok((ns, listener)) = create() else {
+            eprintln!("skipped: this process cannot create network namespaces");
+            return;
+        };
+        let port = listener.local_addr().unwrap().port();
+        // From the host's namespace the port is someone else's or nothing.
+        let from_host = std::net::TcpStream::connect(("127.0.0.1", port));
+        if let Ok(s) = &from_host {
+            // Another listener on the host's loopback took the same number: not ours.
+            listener.set_nonblocking(true).unwrap();
+            assert!(
+                listener.accept().is_err(),
+                "{s:?} reached the namespace's listener"
+            );
+        }
+        // From inside the namespace it is reachable.
+        let reached = std::thread::spawn(move || {
+            rustix::thread::move_into_link_name_space(
+                std::os::fd::AsFd::as_fd(&ns),
+                Some(rustix::thread::LinkNameSpaceType::Network),
+            )
+            .unwrap();
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        })
+        .join()
+        .unwrap();
+        assert!(reached);
+    }
+
+    #[test]
+    fn the_proxy_environment_points_every_client_at_the_proxy() {
+        let Ok((ns, _listener)) = create() else {
+            eprintln!("skipped: this process cannot create network namespaces");
+            return;
+        };
+        let net = CommandNet {
+            ns: Arc::new(ns),
+            port: 4242,
+            keep: Arc::new(()),
+        };
+        let mut env = vec![
+            ("GIT_CONFIG_COUNT".to_string(), "1".to_string()),
+            (
+                "GIT_CONFIG_KEY_0".to_string(),
+                "safe.bareRepository".to_string(),
+            ),
+            ("GIT_CONFIG_VALUE_0".to_string(), "explicit".to_string()),
+            ("NO_PROXY".to_string(), "*".to_string()),
+        ];
+        net.proxy_env(&mut env);
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        for k in ["HTTPS_PROXY", "http_proxy", "CARGO_HTTP_PROXY", "PIP_PROXY"] {
+            assert_eq!(get(k), Some("http://127.0.0.1:4242"), "{k}");
+        }
+        assert_eq!(get("NO_PROXY"), Some(""));
+        assert_eq!(get("GIT_CONFIG_COUNT"), Some("2"));
+        assert_eq!(get("GIT_CONFIG_KEY_0"), Some("safe.bareRepository"));
+        assert_eq!(get("GIT_CONFIG_KEY_1"), Some("http.proxy"));
+        assert_eq!(get("GIT_CONFIG_VALUE_1"), Some("http://127.0.0.1:4242"));
+    }
+}

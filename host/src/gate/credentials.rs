@@ -1,0 +1,126 @@
+//! Brokered credentials at the gate: read once when the gate opens, placeholders handed to
+//! commands and plugins, and the real values taken out of whatever comes back before it is
+//! shown or saved (a server may echo a request's headers).
+
+use super::Gate;
+use crate::exec::CredentialEnv;
+use crate::policy::Policy;
+use crate::sandbox::net::creds::{self, Credential, Credentials};
+use crate::tools::Observation;
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// Every credential the policy names, with its value read now (a missing one is kept with
+/// the reason, so a request that needs it is refused saying why).
+pub(super) fn load(policy: &Policy, workspace: &Path) -> Credentials {
+    let creds: Vec<Credential> = policy
+        .credentials
+        .iter()
+        .map(|c| {
+            let value = c.load(workspace);
+            if let Err(why) = &value {
+                tracing::warn!(credential = %c.name, %why, "a credential has no value; requests that need it are refused");
+            }
+            Credential {
+                name: c.name.clone(),
+                value,
+                hosts: c.hosts.clone(),
+                header: c.header.clone(),
+                env: c.env.clone(),
+            }
+        })
+        .collect();
+    creds::register(&creds);
+    creds.into()
+}
+
+/// What commands see: the placeholders in their variables, never a real value.
+pub(super) fn env(creds: &[Credential]) -> CredentialEnv {
+    CredentialEnv {
+        placeholders: creds
+            .iter()
+            .filter_map(|c| Some((c.env.clone()?, c.placeholder())))
+            .collect(),
+        hidden: creds.iter().filter_map(|c| c.value.clone().ok()).collect(),
+    }
+}
+
+impl Gate {
+    /// A plugin's granted variables: a credential's variable holds its placeholder, and a
+    /// variable holding a real value under another name is not given at all.
+    pub(super) fn plugin_env(&self, env: Vec<(String, String)>) -> Vec<(String, String)> {
+        env.into_iter()
+            .filter_map(|(k, v)| {
+                if let Some(c) = self
+                    .credentials
+                    .iter()
+                    .find(|c| c.env.as_deref() == Some(&k))
+                {
+                    return Some((k, c.placeholder()));
+                }
+                let holds = self
+                    .credentials
+                    .iter()
+                    .any(|c| c.value.as_ref().is_ok_and(|x| v.contains(x.as_str())));
+                (!holds).then_some((k, v))
+            })
+            .collect()
+    }
+
+    /// Take every real value out of the observation (and the output saved beside it).
+    pub(super) fn scrub_credentials(&self, o: &mut Observation) {
+        if self.credentials.is_empty() {
+            return;
+        }
+        for text in [&mut o.content, &mut o.summary] {
+            if let Some(clean) = creds::scrub(&self.credentials, text) {
+                *text = clean;
+            }
+        }
+        if let Some(r) = &mut o.reason {
+            if let Some(clean) = creds::scrub(&self.credentials, r) {
+                *r = clean;
+            }
+        }
+        scrub_value(&self.credentials, &mut o.data);
+        if let Some(rel) = &o.full_output_ref {
+            let path = self.workspace.root().join(rel);
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                if let Some(clean) = creds::scrub(&self.credentials, &text) {
+                    if let Err(e) = crate::fsutil::write_atomic(&path, clean.as_bytes()) {
+                        tracing::warn!(error = %e, path = %rel, "scrubbing a credential from a saved output failed; removing it");
+                        let _ = std::fs::remove_file(&path);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Placeholders sent where they are not bound, refused by `wasi:http`: one
+    /// `credential_leak` audit event each.
+    pub(super) fn audit_leaks(&self, leaks: &[String], session: &str, tool: &str, call_id: &str) {
+        if leaks.is_empty() {
+            return;
+        }
+        let events: Vec<(&str, Value)> = leaks
+            .iter()
+            .map(|why| ("credential_leak", json!({ "reason": why })))
+            .collect();
+        if let Err(e) = self.state.audit(call_id, session, tool, &events) {
+            tracing::warn!(error = %e, "audit write failed");
+        }
+    }
+}
+
+fn scrub_value(creds: &[Credential], v: &mut Value) {
+    match v {
+        Value::String(s) => {
+            if let Some(clean) = creds::scrub(creds, s) {
+                *s = clean;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| scrub_value(creds, i)),
+        Value::Object(map) => map.values_mut().for_each(|i| scrub_value(creds, i)),
+        _ => {}
+    }
+}
