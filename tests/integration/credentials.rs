@@ -54,6 +54,11 @@ fn echo() -> Echo {
 /// The user's own policy names the credential (read from a file outside the workspace) and
 /// binds it to `bound`; the workspace lets loopback be reached.
 fn setup(bound: u16, other: u16) -> Ws {
+    setup_with(bound, other, "")
+}
+
+/// [`setup`] with `extra` lines in the credential's entry.
+fn setup_with(bound: u16, other: u16, extra: &str) -> Ws {
     let ws = Ws::new();
     let secret_file = ws.user_root().join("api-token");
     std::fs::write(&secret_file, format!("{SECRET}\n")).unwrap();
@@ -62,7 +67,7 @@ fn setup(bound: u16, other: u16) -> Ws {
     std::fs::write(
         &user_policy,
         format!(
-            "[[credentials]]\nname = \"api\"\nfrom_file = \"{}\"\nhosts = [\"127.0.0.1:{bound}\"]\nenv = \"API_TOKEN\"\n",
+            "[[credentials]]\nname = \"api\"\nfrom_file = \"{}\"\nhosts = [\"127.0.0.1:{bound}\"]\nenv = \"API_TOKEN\"\n{extra}",
             secret_file.display()
         ),
     )
@@ -259,4 +264,55 @@ fn policy_check_lists_credentials_and_network_rules_without_values() {
         "{text}"
     );
     assert!(!text.contains(SECRET), "{text}");
+}
+
+/// A plugin granted the credential's variable sees the placeholder there; the host adds the
+/// credential's header to its requests to the bound host only, through `wasi:http`.
+#[tokio::test]
+async fn a_plugin_sees_the_placeholder_and_the_host_adds_the_header_for_the_bound_host() {
+    use crate::plugins::{install, manifest};
+    let bound = echo();
+    let other = echo();
+    let ws = setup_with(
+        bound.port,
+        other.port,
+        "header = \"Authorization: Bearer {}\"\n",
+    );
+    let caps = format!(
+        "http = [\"127.0.0.1:{}\", \"127.0.0.1:{}\"]\nenv = [\"API_TOKEN\"]",
+        bound.port, other.port
+    );
+    install(&ws, "toolgate_tool_test_plugin.wasm", &manifest(&caps, ""))
+        .await
+        .unwrap();
+    let tool = "plugin__test-plugin";
+    let g = gate_granting(&ws, &[tool]).await;
+    let o = call(&g, tool, json!({"mode": "env"})).await;
+    assert!(
+        o.content
+            .contains(&format!("API_TOKEN={}", placeholder("api"))),
+        "{o:#?}"
+    );
+    let o = call(
+        &g,
+        tool,
+        json!({"mode": "send", "url": format!("http://127.0.0.1:{}/", bound.port)}),
+    )
+    .await;
+    let seen = bound.seen.lock().unwrap().join("\n");
+    assert!(seen.contains(&format!("Bearer {SECRET}")), "{seen}");
+    assert!(!everything_shown(&o).contains(SECRET), "{o:#?}");
+    let o = call(
+        &g,
+        tool,
+        json!({"mode": "send", "url": format!("http://127.0.0.1:{}/", other.port)}),
+    )
+    .await;
+    let seen = other.seen.lock().unwrap().join("\n");
+    assert!(
+        !seen.contains(SECRET) && !seen.contains("Authorization"),
+        "{seen}"
+    );
+    assert!(!everything_shown(&o).contains(SECRET), "{o:#?}");
+    assert_audit_clean(&g);
 }

@@ -22,7 +22,7 @@ fn manifest_exactly(caps: &str) -> String {
     format!("name = \"test-plugin\"\nversion = \"0.0.1\"\nwit = \"toolgate:tool@0.1.0\"\n[capabilities]\n{caps}\n")
 }
 
-fn manifest(caps: &str, limits: &str) -> String {
+pub fn manifest(caps: &str, limits: &str) -> String {
     // The hostile plugin imports wasi:http, so it only loads with some network grant.
     let caps = if caps.contains("http") || caps.contains("exec") {
         caps.to_string()
@@ -35,7 +35,7 @@ fn manifest(caps: &str, limits: &str) -> String {
 }
 
 /// Install `component` with `manifest_text` through the library (what `plugin add --yes` does).
-async fn install(ws: &Ws, component: &str, manifest_text: &str) -> toolgate::Result<Record> {
+pub async fn install(ws: &Ws, component: &str, manifest_text: &str) -> toolgate::Result<Record> {
     let dir = tempfile::tempdir().unwrap();
     let mpath = dir.path().join("toolgate-plugin.toml");
     std::fs::write(&mpath, manifest_text).unwrap();
