@@ -13,10 +13,12 @@ pub mod confine;
 mod gitwatch;
 pub mod jobs;
 pub mod lex;
+pub mod lsp;
 pub mod netns;
 pub mod option_tables;
 pub mod options;
 pub mod policy;
+mod prepare;
 pub mod process;
 pub mod run;
 #[cfg(target_os = "linux")]

@@ -4,6 +4,7 @@
 //! and previewed head + tail, the full text saved under `.toolgate/outputs/`.
 
 use super::gitwatch::GitWatch;
+pub use super::prepare::{prepare, Prepared};
 use super::process::kill_group;
 use super::{confine, ApprovedCommand, ExecHost, Outcome, Plan};
 use crate::text::cut_head_tail;
@@ -308,104 +309,19 @@ pub fn lookup(program: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
 /// fork of the large host process), else forked from the host; both apply the same
 /// confinement, chosen here.
 pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, String> {
-    let dirs = confine::CallDirs::create()?;
-    let read_only = approved.class == "read-only";
-    let pids = confine::PidsCgroup::create(host.config.max_processes);
-    let mut confinement = confine::available(host.config.network);
-    confinement.pids_limit = pids.as_ref().map(|p| p.limit());
-    confinement.read_only = read_only;
-    confinement.egress = approved.net.is_some();
-    if host.config.require_confinement && !confinement.complete() {
-        return Err(format!(
-            "the policy requires confinement and it is not available here ({})",
-            confinement.missing().join(", ")
-        ));
-    }
-    // With a view the command's /tmp is its private one; without, TMPDIR points at it.
-    let tmp_seen = if confinement.view {
-        PathBuf::from("/tmp")
-    } else {
-        dirs.tmp()
-    };
-    let mut env = confine::scrubbed_env(&host.config, &host.workspace, &tmp_seen);
-    host.config.credentials.apply(&mut env);
-    if let Some(net) = &approved.net {
-        net.proxy_env(&mut env);
-    }
-    let path = env
-        .iter()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default();
-    let dirs_on_path = clean_path(&path, &host.workspace);
-    let (program, arg0, args) = match &approved.plan {
-        Plan::Argv(argv) => {
-            let program = lookup(&argv[0], &dirs_on_path).ok_or_else(|| {
-                format!("`{}` was not found on PATH (commands run without a shell; a shell builtin or function needs `bash -c`-style syntax)", argv[0])
-            })?;
-            (program, argv[0].clone(), argv[1..].to_vec())
-        }
-        Plan::Bash(text) => {
-            let bash = lookup("bash", &dirs_on_path).unwrap_or_else(|| PathBuf::from("/bin/bash"));
-            (
-                bash,
-                "bash".to_string(),
-                vec!["-c".to_string(), text.clone()],
-            )
-        }
-    };
-    let mut git_watch = None;
-    let view = if confinement.view {
-        let plan = host.view_plan()?;
-        git_watch = Some(GitWatch::new(&host.workspace, &plan.git_unprotected));
-        let home = env
-            .iter()
-            .find(|(k, _)| k == "HOME")
-            .map(|(_, v)| PathBuf::from(v));
-        let spec = confine::build_view(
-            &dirs,
-            &confine::ViewInputs {
-                workspace: &host.workspace,
-                cwd: &approved.cwd,
-                read_only,
-                plan: &plan,
-                home: home.as_deref(),
-                path_dirs: &dirs_on_path,
-                extra_read: &host.config.read,
-                extra_write: &host.config.write,
-            },
-        )?;
-        confinement.masks = u32::try_from(
-            spec.plan.secret_files.len() + spec.plan.secret_dirs.len() + spec.masked_files.len(),
-        )
-        .unwrap_or(u32::MAX);
-        Some(spec)
-    } else {
-        None
-    };
-    let mut writable = vec![dirs.tmp()];
-    if !read_only {
-        writable.push(host.workspace.clone());
-    }
+    let Prepared {
+        request,
+        dirs,
+        pids,
+        confinement,
+        git_watch,
+    } = prepare(host, approved)?;
     let shared: Arc<(Mutex<Progress>, Condvar)> = Arc::new(Default::default());
     {
         let mut p = shared.0.lock().unwrap_or_else(|p| p.into_inner());
         p.stdout.open = true;
         p.stderr.open = true;
     }
-    let request = super::spawner::Request {
-        id: 0,
-        program,
-        arg0,
-        args,
-        env,
-        cwd: approved.cwd.clone(),
-        confinement,
-        view,
-        writable,
-        cgroup: pids.is_some(),
-        netns: approved.net.is_some(),
-    };
     let net = approved.net.as_ref().map(|n| &*n.ns);
     let (pid, readers, via_spawner) =
         match start_with_spawner(host, &request, pids.as_ref(), net, &shared)? {
@@ -415,6 +331,23 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Str
                 (pid, readers, false)
             }
         };
+    collect(readers, &shared);
+    Ok(Process {
+        pgid: pid,
+        started: Instant::now(),
+        shared,
+        _dirs: Some(dirs),
+        _pids: pids,
+        confinement,
+        via_spawner,
+        git_watch,
+        text: approved.text.clone(),
+        _net: approved.net.clone(),
+    })
+}
+
+/// Read both output streams into `shared`, each on a thread of its own.
+fn collect(readers: Readers, shared: &Arc<(Mutex<Progress>, Condvar)>) {
     for (reader, is_out) in readers.into_iter().zip([true, false]) {
         let Some(mut reader) = reader else { continue };
         let shared = shared.clone();
@@ -439,18 +372,6 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Str
             }
         });
     }
-    Ok(Process {
-        pgid: pid,
-        started: Instant::now(),
-        shared,
-        _dirs: Some(dirs),
-        _pids: pids,
-        confinement,
-        via_spawner,
-        git_watch,
-        text: approved.text.clone(),
-        _net: approved.net.clone(),
-    })
 }
 
 type Readers = [Option<Box<dyn Read + Send>>; 2];

@@ -1,0 +1,125 @@
+//! Preparing a command: the confinement chosen, the view and environment built, the program
+//! resolved; everything but starting it.
+
+use super::gitwatch::GitWatch;
+use super::run::{clean_path, lookup};
+use super::{confine, ApprovedCommand, ExecHost, Plan};
+use std::path::PathBuf;
+
+/// A command ready to start: what to run and how to confine it, with the private directories
+/// and pids cgroup it needs (removed when dropped).
+pub struct Prepared {
+    /// What to run, exactly confined as chosen.
+    pub request: super::spawner::Request,
+    /// The command's private directories.
+    pub dirs: confine::CallDirs,
+    /// Its pids cgroup, where the host can make one.
+    pub pids: Option<confine::PidsCgroup>,
+    /// The confinement chosen.
+    pub confinement: confine::Confinement,
+    pub(super) git_watch: Option<GitWatch>,
+}
+
+/// Choose the confinement, build the view and the environment, resolve the program: everything
+/// but starting it (used by [`spawn`] and by long-lived servers such as language servers).
+pub fn prepare(host: &ExecHost, approved: &ApprovedCommand) -> Result<Prepared, String> {
+    let dirs = confine::CallDirs::create()?;
+    let read_only = approved.class == "read-only";
+    let pids = confine::PidsCgroup::create(host.config.max_processes);
+    let mut confinement = confine::available(host.config.network);
+    confinement.pids_limit = pids.as_ref().map(|p| p.limit());
+    confinement.read_only = read_only;
+    confinement.egress = approved.net.is_some();
+    if host.config.require_confinement && !confinement.complete() {
+        return Err(format!(
+            "the policy requires confinement and it is not available here ({})",
+            confinement.missing().join(", ")
+        ));
+    }
+    // With a view the command's /tmp is its private one; without, TMPDIR points at it.
+    let tmp_seen = if confinement.view {
+        PathBuf::from("/tmp")
+    } else {
+        dirs.tmp()
+    };
+    let mut env = confine::scrubbed_env(&host.config, &host.workspace, &tmp_seen);
+    host.config.credentials.apply(&mut env);
+    if let Some(net) = &approved.net {
+        net.proxy_env(&mut env);
+    }
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let dirs_on_path = clean_path(&path, &host.workspace);
+    let (program, arg0, args) = match &approved.plan {
+        Plan::Argv(argv) => {
+            let program = lookup(&argv[0], &dirs_on_path).ok_or_else(|| {
+                format!("`{}` was not found on PATH (commands run without a shell; a shell builtin or function needs `bash -c`-style syntax)", argv[0])
+            })?;
+            (program, argv[0].clone(), argv[1..].to_vec())
+        }
+        Plan::Bash(text) => {
+            let bash = lookup("bash", &dirs_on_path).unwrap_or_else(|| PathBuf::from("/bin/bash"));
+            (
+                bash,
+                "bash".to_string(),
+                vec!["-c".to_string(), text.clone()],
+            )
+        }
+    };
+    let mut git_watch = None;
+    let view = if confinement.view {
+        let plan = host.view_plan()?;
+        git_watch = Some(GitWatch::new(&host.workspace, &plan.git_unprotected));
+        let home = env
+            .iter()
+            .find(|(k, _)| k == "HOME")
+            .map(|(_, v)| PathBuf::from(v));
+        let spec = confine::build_view(
+            &dirs,
+            &confine::ViewInputs {
+                workspace: &host.workspace,
+                cwd: &approved.cwd,
+                read_only,
+                plan: &plan,
+                home: home.as_deref(),
+                path_dirs: &dirs_on_path,
+                extra_read: &host.config.read,
+                extra_write: &host.config.write,
+            },
+        )?;
+        confinement.masks = u32::try_from(
+            spec.plan.secret_files.len() + spec.plan.secret_dirs.len() + spec.masked_files.len(),
+        )
+        .unwrap_or(u32::MAX);
+        Some(spec)
+    } else {
+        None
+    };
+    let mut writable = vec![dirs.tmp()];
+    if !read_only {
+        writable.push(host.workspace.clone());
+    }
+    let request = super::spawner::Request {
+        id: 0,
+        program,
+        arg0,
+        args,
+        env,
+        cwd: approved.cwd.clone(),
+        confinement,
+        view,
+        writable,
+        cgroup: pids.is_some(),
+        netns: approved.net.is_some(),
+    };
+    Ok(Prepared {
+        request,
+        dirs,
+        pids,
+        confinement,
+        git_watch,
+    })
+}
