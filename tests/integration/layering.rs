@@ -57,7 +57,6 @@ const KNOWN: Known = Known {
         ("cli/mod.rs", 737),
         ("exec/confine.rs", 1842),
         ("exec/option_tables.rs", 2158),
-        ("exec/policy.rs", 3011),
         ("exec/run.rs", 706),
         ("mcp/http.rs", 894),
         ("mcp/mod.rs", 1092),
