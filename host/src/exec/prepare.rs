@@ -2,9 +2,8 @@
 //! resolved; everything but starting it.
 
 use super::gitwatch::GitWatch;
-use super::run::{clean_path, lookup};
 use super::{confine, ApprovedCommand, ExecHost, Plan};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A command ready to start: what to run and how to confine it, with the private directories
 /// and pids cgroup it needs (removed when dropped).
@@ -121,5 +120,28 @@ pub fn prepare(host: &ExecHost, approved: &ApprovedCommand) -> Result<Prepared, 
         pids,
         confinement,
         git_watch,
+    })
+}
+
+/// PATH entries a command may use: absolute, existing, and not inside the workspace (a file the
+/// model wrote must never run under another program's name).
+pub fn clean_path(path: &str, workspace: &Path) -> Vec<PathBuf> {
+    path.split(':')
+        .filter(|e| e.starts_with('/'))
+        .map(PathBuf::from)
+        .filter(|p| p.is_dir())
+        .filter(|p| {
+            let canon = p.canonicalize().unwrap_or_else(|_| p.clone());
+            !canon.starts_with(workspace)
+        })
+        .collect()
+}
+
+/// Find `program` (a bare name) on `dirs`.
+pub fn lookup(program: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    dirs.iter().map(|d| d.join(program)).find(|p| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     })
 }

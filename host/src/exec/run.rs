@@ -4,14 +4,14 @@
 //! and previewed head + tail, the full text saved under `.toolgate/outputs/`.
 
 use super::gitwatch::GitWatch;
-pub use super::prepare::{prepare, Prepared};
+pub use super::prepare::{clean_path, lookup, prepare, Prepared};
 use super::process::kill_group;
 use super::{confine, ApprovedCommand, ExecHost, Outcome, Plan};
 use crate::text::cut_head_tail;
 use crate::workspace::OUTPUTS_DIR;
 use serde_json::json;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -278,29 +278,6 @@ fn count_lines(bytes: &[u8]) -> u64 {
 
 fn lines(s: &Stream) -> u64 {
     s.newlines + u64::from(s.last_byte.is_some_and(|b| b != b'\n'))
-}
-
-/// PATH entries a command may use: absolute, existing, and not inside the workspace (a file the
-/// model wrote must never run under another program's name).
-pub fn clean_path(path: &str, workspace: &Path) -> Vec<PathBuf> {
-    path.split(':')
-        .filter(|e| e.starts_with('/'))
-        .map(PathBuf::from)
-        .filter(|p| p.is_dir())
-        .filter(|p| {
-            let canon = p.canonicalize().unwrap_or_else(|_| p.clone());
-            !canon.starts_with(workspace)
-        })
-        .collect()
-}
-
-/// Find `program` (a bare name) on `dirs`.
-pub fn lookup(program: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    dirs.iter().map(|d| d.join(program)).find(|p| {
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    })
 }
 
 /// Start the approved command. The returned process is already being read and reaped.

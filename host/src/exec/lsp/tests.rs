@@ -190,8 +190,10 @@ fn a_server_asking_for_configuration_gets_an_answer_and_diagnostics_are_kept() {
         &root,
         "m = read()\nwrite({'jsonrpc': '2.0', 'id': m['id'], 'result': {'capabilities': {}}})\nread()\n\
 write({'jsonrpc': '2.0', 'id': 'cfg', 'method': 'workspace/configuration', 'params': {'items': [{}, {}]}})\n\
-a = read()\nassert a['id'] == 'cfg' and a['result'] == [None, None], a\n\
-o = read()\nu = o['params']['textDocument']['uri']\n\
+got = {}\n\
+while len(got) < 2:\n    m = read()\n    got['answer' if m.get('id') == 'cfg' else m.get('method')] = m\n\
+assert got['answer']['result'] == [None, None], got\n\
+u = got['textDocument/didOpen']['params']['textDocument']['uri']\n\
 write({'jsonrpc': '2.0', 'method': 'textDocument/publishDiagnostics', 'params': {'uri': u, 'version': 1, 'diagnostics': [{'message': 'configured'}]}})\n\
 import time\ntime.sleep(30)\n",
     );
