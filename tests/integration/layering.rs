@@ -56,7 +56,6 @@ const KNOWN: Known = Known {
     large: &[
         ("cli/mod.rs", 737),
         ("exec/confine.rs", 1842),
-        ("exec/option_tables.rs", 2158),
         ("exec/run.rs", 604),
         ("mcp/http.rs", 894),
         ("mcp/mod.rs", 1092),
