@@ -24,6 +24,7 @@ const GUESTS: &[&str] = &[
     "toolgate_tool_job_output",
     "toolgate_tool_job_kill",
     "toolgate_tool_fetch",
+    "toolgate_tool_download",
     "toolgate_tool_test_plugin",
     "toolgate_tool_test_sockets",
     "toolgate_plugin_word_count",

@@ -6,6 +6,7 @@ mod common;
 
 mod attacks;
 mod cli;
+mod download;
 mod fetch;
 mod fsguard;
 mod hooks;

@@ -1,10 +1,11 @@
 //! Running an allowed call: the capabilities built from the decision (preopens, the exec
-//! grant, a plugin's grant, the fetch's network grant), the sandbox call, the read and write
-//! records, and the output (cut to the budget, the whole saved under `.toolgate/outputs/`).
+//! grant, a plugin's grant, the network grant of a fetch or a download), the sandbox call, the
+//! read and write records, and the output (cut to the budget, the whole saved under
+//! `.toolgate/outputs/`).
 
 use super::decision::Code;
 use super::observe;
-use super::validate::{fetch_target, is_fetch, FETCH_TOOL};
+use super::validate::{fetch_target, is_download, is_fetch, FETCH_TOOL};
 use super::{Gate, Prepared};
 use crate::cancel::CancelToken;
 use crate::exec::{ApprovedCommand, ExecGrant};
@@ -21,12 +22,15 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[path = "download.rs"]
+mod download;
+
 impl Gate {
     /// Build the capabilities, run the guest, and record what it did.
     pub(super) async fn run(
         &self,
         session: &str,
-        p: Prepared,
+        mut p: Prepared,
         call_id: &str,
         approver: Option<Arc<dyn super::approval::Approver>>,
         cancel: &CancelToken,
@@ -79,9 +83,26 @@ impl Gate {
             }
         }
         if is_fetch(&p.tool.info) {
-            let mut net = self.fetch_grant(session, &p.input);
+            let mut net = self.fetch_grant(FETCH_TOOL, session, &p.input);
             net.deadline = Some(Instant::now() + limits.timeout);
             caps.net = Some(net);
+        }
+        // A download: its write allowed too (asked now if only its host was), its grant, and
+        // the temporary file removed after the call whatever happens (`download.rs`).
+        let mut download = None;
+        if is_download(&p.tool.info) {
+            let d = match self
+                .download_run(session, &mut p, call_id, approver.clone(), cancel)
+                .await
+            {
+                Ok(d) => d,
+                Err(o) => return *o,
+            };
+            let mut net = d.net.clone();
+            net.deadline = Some(Instant::now() + limits.timeout);
+            caps.net = Some(net);
+            caps.env = d.env.clone();
+            download = Some(d);
         }
         for (scoped, current) in &p.before {
             // A plugin writes only where its grant reaches (checked in `prepare`), through the
@@ -209,6 +230,9 @@ impl Gate {
                 self.ok_observation(&name, call_id, out, limits.max_output_bytes)
             }
         };
+        if let Some(d) = &download {
+            self.download_cleanup(d, &mut observation);
+        }
         if observation.status == Status::Ok {
             if let Some((path, stamp)) = read_stamp {
                 if let Err(e) = self.state.record_read(session, &path, &stamp) {
@@ -361,10 +385,10 @@ impl Gate {
         Ok(())
     }
 
-    /// The network grant of a `fetch` call: the host that was approved, and, for redirects,
-    /// any host whose `fetch:HOST` key is already allowed without a prompt (a rule, a grant,
-    /// the mode) and not denied or forced to ask by a rule.
-    fn fetch_grant(&self, session: &str, input: &Value) -> NetGrant {
+    /// The network grant of a `fetch` or `download` call (`tool`): the host that was approved,
+    /// and, for redirects, any host whose `<tool>:HOST` key is already allowed without a
+    /// prompt (a rule, a grant, the mode) and not denied or forced to ask by a rule.
+    pub(super) fn fetch_grant(&self, tool: &'static str, session: &str, input: &Value) -> NetGrant {
         let approved: Vec<HostPattern> = fetch_target(input)
             .ok()
             .and_then(|(_, host, _)| HostPattern::parse(&host).ok())
@@ -382,7 +406,7 @@ impl Gate {
             patterns.extend(grants.into_iter().map(|g| g.pattern));
         }
         let also: crate::sandbox::net::HostCheck = Arc::new(move |host: &str| {
-            let key = CallKey::with_target(FETCH_TOOL, host);
+            let key = CallKey::with_target(tool, host);
             match policy.strictest(&key).map(|r| r.decision) {
                 Some(RuleDecision::Deny) | Some(RuleDecision::Ask) => false,
                 Some(RuleDecision::Allow) => true,

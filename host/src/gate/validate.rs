@@ -1,12 +1,12 @@
 //! Stages 1–2 of the ladder: the tool exists, the input fits its schema, every path is in the
 //! scope (and is rewritten to what the guest will open); then the call's key.
 
-use super::decision::{Code, Refusal, Stage};
+use super::decision::{Code, Decision, Refusal, Stage, Verdict};
 use super::observe;
 use super::Gate;
-use crate::key::CallKey;
+use crate::key::{CallKey, RuleDecision};
 use crate::tools::registry::{PathUse, RegisteredTool};
-use crate::tools::ToolInfo;
+use crate::tools::{Builtin, Observation, ToolInfo};
 use crate::workspace::{ScopedPath, Workspace};
 use serde_json::Value;
 use std::sync::Arc;
@@ -24,6 +24,8 @@ pub(crate) struct Validated {
 
 /// The built-in network tool.
 pub(crate) const FETCH_TOOL: &str = "fetch";
+/// The built-in that saves a URL into a workspace file.
+pub(crate) const DOWNLOAD_TOOL: &str = "download";
 
 impl Gate {
     /// Stages 1–2 for `tool_name`: find the tool, then [`check_input`].
@@ -38,6 +40,9 @@ impl Gate {
         };
         let (input, paths) =
             check_input(&tool.info, &tool.validator, input, &self.workspace, call_id)?;
+        if is_download(&tool.info) {
+            download_target(&self.policy, &tool.info, &input, &paths, call_id)?;
+        }
         Ok(Validated { tool, input, paths })
     }
 
@@ -191,8 +196,8 @@ pub(crate) fn plugin_paths_granted(
     Ok(())
 }
 
-/// The call's key: a shell command's, a fetch's host, else the tool and its paths. `Err` when
-/// a fetch URL cannot be read.
+/// The call's key: a shell command's, a fetch's or a download's host, else the tool and its
+/// paths. `Err` when a fetch or download URL cannot be read.
 pub(crate) fn call_key(
     info: &ToolInfo,
     v: &Validated,
@@ -202,6 +207,9 @@ pub(crate) fn call_key(
         Some(k) => Ok(k.key.clone()),
         None if is_fetch(info) => {
             fetch_target(&v.input).map(|(_, host, _)| CallKey::with_target(FETCH_TOOL, &host))
+        }
+        None if is_download(info) => {
+            fetch_target(&v.input).map(|(_, host, _)| CallKey::with_target(DOWNLOAD_TOOL, &host))
         }
         None => Ok(key_for(info, &v.paths)),
     }
@@ -227,7 +235,83 @@ pub(crate) fn key_or_refuse(
 }
 
 pub(crate) fn is_fetch(info: &ToolInfo) -> bool {
-    info.builtin_kind() == Some(crate::tools::Builtin::Fetch)
+    info.builtin_kind() == Some(Builtin::Fetch)
+}
+
+pub(crate) fn is_download(info: &ToolInfo) -> bool {
+    info.builtin_kind() == Some(Builtin::Download)
+}
+
+/// A download's target, before anyone is asked: an existing file is replaced only with
+/// `overwrite` (read-before-write then applies as for `write`), and the write is judged by the
+/// policy's deny rules for the key `write` would have there.
+fn download_target(
+    policy: &crate::policy::Policy,
+    info: &ToolInfo,
+    input: &Value,
+    paths: &Paths,
+    call_id: &str,
+) -> Result<(), Refusal> {
+    let Some((_, _, target)) = paths.iter().find(|(_, u, _)| *u == PathUse::Write) else {
+        return Ok(());
+    };
+    let shown = crate::text::escape_name(&target.rel);
+    let write = write_key(target);
+    if let Some(r) = policy
+        .strictest(&write)
+        .filter(|r| r.decision == RuleDecision::Deny)
+    {
+        let (d, o) = observe::deny(
+            &info.name,
+            call_id,
+            Stage::Rules,
+            r.source.clone(),
+            format!(
+                "the download would write {shown}, and `{write}` is denied by rule `{}`{}",
+                r.pattern.as_str(),
+                r.reason
+                    .as_deref()
+                    .map(|w| format!(": {w}"))
+                    .unwrap_or_default()
+            ),
+            format!(
+                "the deny rule at {} decides this; download to a path it does not cover",
+                r.source
+            ),
+        );
+        return Err((d.with_rule(r.pattern.as_str()), o));
+    }
+    let overwrite = input.get("overwrite").and_then(Value::as_bool) == Some(true);
+    if !overwrite && std::fs::metadata(&target.host).is_ok_and(|m| !m.is_dir()) {
+        let mut o = Observation::error(
+            &info.name,
+            call_id,
+            "exists",
+            format!("{shown} already exists and `overwrite` is not set; nothing was downloaded"),
+            Some(format!(
+                "pass `overwrite: true` to replace it (read {shown} first, as for `write`), or download to another path"
+            )),
+        );
+        o.stage = Some(Stage::Staleness.as_str().into());
+        return Err((
+            Decision::new(Verdict::Error, Stage::Staleness, "input".into()),
+            o,
+        ));
+    }
+    Ok(())
+}
+
+/// The key a `write` of `target` has (`write:<dir>/`): what a download's write is judged by.
+pub(crate) fn write_key(target: &ScopedPath) -> CallKey {
+    CallKey::with_target(Builtin::Write.as_str(), &parent_target(&target.rel))
+}
+
+/// The parent directory of `rel` as a key target: `src/`, or `./` at the root.
+fn parent_target(rel: &str) -> String {
+    match rel.rfind('/') {
+        Some(i) => format!("{}/", &rel[..i]),
+        None => "./".to_string(),
+    }
 }
 
 /// `(scheme, host, port)` of a fetch call's `url`, lowercased; the host is what the call is
@@ -262,11 +346,7 @@ pub(crate) fn fetch_target(input: &Value) -> std::result::Result<(String, String
 /// (`write:src/`), reads on the path (`read:src/main.rs`), other tools on their name.
 pub(crate) fn key_for(info: &ToolInfo, paths: &[(String, PathUse, ScopedPath)]) -> CallKey {
     if let Some((_, _, p)) = paths.iter().find(|(_, u, _)| *u == PathUse::Write) {
-        let parent = match p.rel.rfind('/') {
-            Some(i) => format!("{}/", &p.rel[..i]),
-            None => "./".to_string(),
-        };
-        return CallKey::with_target(&info.name, &parent);
+        return CallKey::with_target(&info.name, &parent_target(&p.rel));
     }
     if let Some((_, _, p)) = paths.first() {
         return CallKey::with_target(&info.name, &p.rel);

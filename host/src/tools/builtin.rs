@@ -1,11 +1,11 @@
 //! The built-in tools by kind: a closed enum, so code that treats one built-in specially
-//! (the gate's read record, the shell's exec keys, the job tools, fetch's network check)
-//! matches on a variant instead of comparing names.
+//! (the gate's read record, the shell's exec keys, the job tools, fetch's and download's
+//! network checks) matches on a variant instead of comparing names.
 
 use super::registry::ToolInfo;
 
-/// One built-in tool. The same set as the built-ins table (`host/builtins.rs`); the build
-/// fails when the two disagree.
+/// One built-in tool. The same set as the built-ins table (`builtins!` in `registry.rs`), in
+/// its order; a test fails when the two disagree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Builtin {
     /// `read`: a file's lines.
@@ -30,11 +30,13 @@ pub enum Builtin {
     JobKill,
     /// `fetch`: an HTTP request.
     Fetch,
+    /// `download`: a URL saved into a workspace file.
+    Download,
 }
 
 impl Builtin {
     /// Every built-in, in the table's order.
-    pub const ALL: [Builtin; 11] = [
+    pub const ALL: [Builtin; 12] = [
         Builtin::Read,
         Builtin::Ls,
         Builtin::Glob,
@@ -46,6 +48,7 @@ impl Builtin {
         Builtin::JobOutput,
         Builtin::Fetch,
         Builtin::JobKill,
+        Builtin::Download,
     ];
 
     /// The tool's name as served.
@@ -62,6 +65,7 @@ impl Builtin {
             Builtin::JobOutput => "job_output",
             Builtin::JobKill => "job_kill",
             Builtin::Fetch => "fetch",
+            Builtin::Download => "download",
         }
     }
 

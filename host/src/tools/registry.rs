@@ -12,86 +12,36 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// The built-in tools, compiled to components by `host/build.rs` and carried in the binary.
-pub const BUILTINS: &[(&str, &[u8])] = &[
-    (
-        "read",
-        include_bytes!(concat!(
-            env!("TOOLGATE_GUEST_DIR"),
-            "/toolgate_tool_read.wasm"
-        )),
-    ),
-    (
-        "ls",
-        include_bytes!(concat!(
-            env!("TOOLGATE_GUEST_DIR"),
-            "/toolgate_tool_ls.wasm"
-        )),
-    ),
-    (
-        "glob",
-        include_bytes!(concat!(
-            env!("TOOLGATE_GUEST_DIR"),
-            "/toolgate_tool_glob.wasm"
-        )),
-    ),
-    (
-        "grep",
-        include_bytes!(concat!(
-            env!("TOOLGATE_GUEST_DIR"),
-            "/toolgate_tool_grep.wasm"
-        )),
-    ),
-    (
-        "write",
-        include_bytes!(concat!(
-            env!("TOOLGATE_GUEST_DIR"),
-            "/toolgate_tool_write.wasm"
-        )),
-    ),
-    (
-        "edit",
-        include_bytes!(concat!(
-            env!("TOOLGATE_GUEST_DIR"),
-            "/toolgate_tool_edit.wasm"
-        )),
-    ),
-    (
-        "multiedit",
-        include_bytes!(concat!(
-            env!("TOOLGATE_GUEST_DIR"),
-            "/toolgate_tool_multiedit.wasm"
-        )),
-    ),
-    (
-        "shell",
-        include_bytes!(concat!(
-            env!("TOOLGATE_GUEST_DIR"),
-            "/toolgate_tool_shell.wasm"
-        )),
-    ),
-    (
-        "job_output",
-        include_bytes!(concat!(
-            env!("TOOLGATE_GUEST_DIR"),
-            "/toolgate_tool_job_output.wasm"
-        )),
-    ),
-    (
-        "fetch",
-        include_bytes!(concat!(
-            env!("TOOLGATE_GUEST_DIR"),
-            "/toolgate_tool_fetch.wasm"
-        )),
-    ),
-    (
-        "job_kill",
-        include_bytes!(concat!(
-            env!("TOOLGATE_GUEST_DIR"),
-            "/toolgate_tool_job_kill.wasm"
-        )),
-    ),
-];
+/// The one table of the built-ins: the name each is served as and its artifact's stem (in
+/// the order of [`crate::tools::Builtin::ALL`]); it gives [`BUILTINS`] and their digests.
+macro_rules! builtins {
+    ($($name:literal => $stem:literal,)*) => {
+        /// The built-in tools, compiled to components by `host/build.rs` and carried in the
+        /// binary.
+        pub const BUILTINS: &[(&str, &[u8])] = &[$((
+            $name,
+            include_bytes!(concat!(env!("TOOLGATE_GUEST_DIR"), "/", $stem, ".wasm")),
+        )),*];
+        /// The built-ins' digests (hex sha256), computed by `host/build.rs`, in [`BUILTINS`]
+        /// order.
+        const BUILTIN_DIGESTS: &[&str] = &[$(env!(concat!("TOOLGATE_SHA256_", $stem))),*];
+    };
+}
+
+builtins! {
+    "read" => "toolgate_tool_read",
+    "ls" => "toolgate_tool_ls",
+    "glob" => "toolgate_tool_glob",
+    "grep" => "toolgate_tool_grep",
+    "write" => "toolgate_tool_write",
+    "edit" => "toolgate_tool_edit",
+    "multiedit" => "toolgate_tool_multiedit",
+    "shell" => "toolgate_tool_shell",
+    "job_output" => "toolgate_tool_job_output",
+    "fetch" => "toolgate_tool_fetch",
+    "job_kill" => "toolgate_tool_job_kill",
+    "download" => "toolgate_tool_download",
+}
 
 /// Where the guest build put its components (test guests included).
 #[doc(hidden)]
@@ -181,21 +131,6 @@ impl PathUse {
         }
     }
 }
-
-/// The built-ins' digests (hex sha256), computed by `host/build.rs`, in [`BUILTINS`] order.
-const BUILTIN_DIGESTS: &[&str] = &[
-    env!("TOOLGATE_SHA256_toolgate_tool_read"),
-    env!("TOOLGATE_SHA256_toolgate_tool_ls"),
-    env!("TOOLGATE_SHA256_toolgate_tool_glob"),
-    env!("TOOLGATE_SHA256_toolgate_tool_grep"),
-    env!("TOOLGATE_SHA256_toolgate_tool_write"),
-    env!("TOOLGATE_SHA256_toolgate_tool_edit"),
-    env!("TOOLGATE_SHA256_toolgate_tool_multiedit"),
-    env!("TOOLGATE_SHA256_toolgate_tool_shell"),
-    env!("TOOLGATE_SHA256_toolgate_tool_job_output"),
-    env!("TOOLGATE_SHA256_toolgate_tool_fetch"),
-    env!("TOOLGATE_SHA256_toolgate_tool_job_kill"),
-];
 
 /// A loaded tool: the host's view, the compiled component and the input validator.
 pub struct RegisteredTool {
