@@ -153,6 +153,7 @@ fn tools_json_lists_the_builtins_with_their_risk() {
         })
         .collect();
     let expected: Vec<(String, String, String, bool)> = [
+        ("download", "network", "project"),
         ("edit", "write", "project"),
         ("fetch", "network", "project"),
         ("glob", "read-only", "project"),

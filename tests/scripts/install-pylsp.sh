@@ -6,7 +6,15 @@
 #   - else exit 1 saying what is missing.
 set -euo pipefail
 
-have() { command -v pylsp >/dev/null 2>&1 && python3 -c 'import pyflakes' >/dev/null 2>&1; }
+# pyflakes must be importable by the interpreter pylsp runs under (its shebang: Debian's
+# /usr/bin/python3), not by whatever python3 is first on PATH (pyenv's, on CI machines).
+have() {
+    local lsp py
+    lsp="$(command -v pylsp 2>/dev/null)" || return 1
+    read -r -a py < <(head -n 1 "$lsp" | sed -n 's/^#! *//p')
+    [ "${#py[@]}" -gt 0 ] || py=(/usr/bin/python3)
+    "${py[@]}" -c 'import pyflakes' >/dev/null 2>&1
+}
 if have; then
     command -v pylsp
     exit 0
