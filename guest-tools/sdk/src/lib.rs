@@ -25,7 +25,8 @@
 //!
 //! Optional host capabilities are cargo features: `exec` (module `exec`: host processes
 //! through the host's gate) and `http` (module `http`: outgoing HTTP to the hosts the tool is
-//! allowed to reach). `host-walk` and `host-read-ahead` (built-in tools only) make
+//! allowed to reach). `lsp` (module `lsp`, built-in tools only): the workspace's language
+//! servers through the host. `host-walk` and `host-read-ahead` (built-in tools only) make
 //! [`walk::walk`] and [`files::files`] ask the host to list and read ahead.
 
 mod context;
@@ -35,6 +36,8 @@ pub mod files;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod ioerr;
+#[cfg(feature = "lsp")]
+pub mod lsp;
 pub mod names;
 mod output;
 pub mod text;
