@@ -27,6 +27,14 @@ const GUESTS: &[&str] = &[
     "toolgate_tool_download",
     "toolgate_tool_test_plugin",
     "toolgate_tool_test_sockets",
+    "toolgate_tool_lsp_diagnostics",
+    "toolgate_tool_lsp_definition",
+    "toolgate_tool_lsp_references",
+    "toolgate_tool_lsp_symbols",
+    "toolgate_tool_lsp_call_hierarchy",
+    "toolgate_tool_lsp_rename",
+    "toolgate_tool_lsp_replace_symbol",
+    "toolgate_tool_lsp_restart",
     "toolgate_plugin_word_count",
 ];
 
