@@ -358,6 +358,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             for c in &gate.policy().credentials {
                 writeln!(out, "credential: {}", c.describe())?;
             }
+            write!(out, "{}", gate.policy().lsp.describe())?;
             writeln!(
                 out,
                 "secrets denied: {}",

@@ -5,11 +5,15 @@
 mod credentials;
 pub mod grants;
 pub mod hooks;
+mod lsp;
+mod network;
 mod plugins;
 mod problems;
 mod shell_network;
 mod sources;
 pub use credentials::{CredentialSource, CredentialSpec};
+pub use lsp::{LspLanguage, LspPolicy};
+pub use network::NetworkPolicy;
 pub use plugins::PluginsPolicy;
 pub use sources::{managed_policy_path, LayerSources, WorkspaceLayer};
 
@@ -122,35 +126,14 @@ pub struct Policy {
     pub plugins: PluginsPolicy,
     /// Secrets the host brokers (`[[credentials]]`; never from a workspace's policy).
     pub credentials: Vec<CredentialSpec>,
+    /// The language servers (`[lsp]`; an untrusted workspace's `command` never applies).
+    pub lsp: LspPolicy,
     /// The loosest mode the managed layer allows (the gate never goes above it).
     pub mode_ceiling: Option<Mode>,
     /// What each layer applied, lowest first.
     pub layers: Vec<LayerReport>,
     /// What was not applied (an untrusted workspace's loosening parts), each named once.
     pub ignored: Vec<Ignored>,
-}
-
-/// `[network]` settings: budgets for every request, and the private addresses that may be
-/// reached at all.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NetworkPolicy {
-    /// Hosts or addresses that may resolve to loopback, private or link-local addresses. Empty
-    /// by default: no tool reaches the user's own network unless the policy names it.
-    pub allow_private: Vec<crate::sandbox::net::HostPattern>,
-    /// Most response-body bytes one request may deliver (default 10 MiB).
-    pub max_response_bytes: u64,
-    /// Bound on connecting and waiting for a response head (default 30 s).
-    pub timeout: Duration,
-}
-
-impl Default for NetworkPolicy {
-    fn default() -> Self {
-        NetworkPolicy {
-            allow_private: Vec::new(),
-            max_response_bytes: 10 << 20,
-            timeout: Duration::from_secs(30),
-        }
-    }
 }
 
 /// `[shell]` settings: they can only make the shell stricter, except `network` and `env`,
@@ -192,12 +175,13 @@ struct PolicyFile {
     #[serde(default)]
     hooks: Vec<HookSpec>,
     shell: Option<ShellFile>,
-    network: Option<NetworkFile>,
+    network: Option<network::NetworkFile>,
     http: Option<HttpFile>,
     telemetry: Option<TelemetryFile>,
     plugins: Option<plugins::PluginsFile>,
     #[serde(default)]
     credentials: Vec<credentials::CredentialFile>,
+    lsp: Option<lsp::LspFile>,
 }
 
 #[derive(Deserialize, Default, Clone, Debug)]
@@ -226,14 +210,6 @@ pub struct HttpPolicy {
     /// Most open connections at once (HTTP/1.1 carries one request at a time per connection,
     /// so this bounds the calls in flight).
     pub max_connections: Option<u64>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct NetworkFile {
-    allow_private: Option<Vec<String>>,
-    max_response_bytes: Option<u64>,
-    timeout_ms: Option<u64>,
 }
 
 #[derive(Deserialize, Default, Clone, Copy, Debug)]
@@ -325,6 +301,7 @@ pub struct Layer {
     otlp_endpoint: Option<String>,
     plugins: plugins::PluginsFile,
     credentials: Vec<CredentialSpec>,
+    lsp: lsp::LspFile,
 }
 
 /// What to do about ignored parts, shown with them.
@@ -484,6 +461,7 @@ impl Layer {
                 }
             }
         });
+        let lsp = lsp::check(file.lsp, &at, &mut problems);
         if !problems.is_empty() {
             return Err(problems);
         }
@@ -503,6 +481,7 @@ impl Layer {
             otlp_endpoint,
             plugins: plugins::resolve(file.plugins.unwrap_or_default(), origin),
             credentials: credentials::check(file.credentials, origin, &mut problems),
+            lsp,
         })
     }
 
@@ -547,6 +526,7 @@ impl Layer {
             otlp_endpoint: None,
             plugins: plugins::PluginsFile::default(),
             credentials: Vec::new(),
+            lsp: lsp::LspFile::default(),
         }
     }
 }
@@ -857,6 +837,7 @@ impl Stack {
             &mut applied,
             &mut ignore,
         );
+        lsp::apply(&mut p.lsp, &layer.lsp, who, &mut applied, &mut ignore);
         self.reports.push(LayerReport {
             kind: layer.kind,
             origin: layer.origin.clone(),
