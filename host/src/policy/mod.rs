@@ -461,6 +461,7 @@ impl Layer {
                 }
             }
         });
+        let credentials = credentials::check(file.credentials, origin, &mut problems);
         let lsp = lsp::check(file.lsp, &at, &mut problems);
         if !problems.is_empty() {
             return Err(problems);
@@ -480,7 +481,7 @@ impl Layer {
             http: file.http.unwrap_or_default(),
             otlp_endpoint,
             plugins: plugins::resolve(file.plugins.unwrap_or_default(), origin),
-            credentials: credentials::check(file.credentials, origin, &mut problems),
+            credentials,
             lsp,
         })
     }
@@ -1186,6 +1187,13 @@ mod tests {
             Some("http://evil.example:4318")
         );
         assert_eq!(p.telemetry.source.as_deref(), Some("ws.toml"));
+    }
+
+    #[test]
+    fn a_bad_credential_stops_loading() {
+        let text = "[[credentials]]\nname = \"a b\"\nfrom_env = \"X\"\nhosts = [\"x.example\"]\n";
+        let err = Policy::parse("p.toml", text).unwrap_err();
+        assert!(err[0].message.contains("[[credentials]] `a b`"), "{err:?}");
     }
 
     #[test]
