@@ -12,6 +12,7 @@ mod fsguard;
 mod hooks;
 mod ladder;
 mod limits;
+mod lsp;
 mod mcp;
 mod plugins;
 mod read_ahead;

@@ -18,7 +18,7 @@ pub mod netns;
 pub mod option_tables;
 pub mod options;
 pub mod policy;
-mod prepare;
+pub mod prepare;
 pub mod process;
 pub mod run;
 #[cfg(target_os = "linux")]

@@ -229,7 +229,12 @@ const MAX_INPUT_SHOWN: usize = 4000;
 /// happens — for `write`, `edit` and `multiedit` the diff of the file (`preview.rs`), for other
 /// tools the input with every path field shown workspace-relative (`.` for the root).
 fn describe_call(info: &ToolInfo, v: &Validated) -> String {
-    describe_input(info, &v.input, &v.paths)
+    let mut text = describe_input(info, &v.input, &v.paths);
+    if let Some(plan) = &v.lsp_plan {
+        text.push('\n');
+        text.push_str(&super::lsp::describe_plan(plan));
+    }
+    text
 }
 
 /// [`describe_call`] for `input` (paths as the guest opens them) and its checked `paths`.

@@ -135,6 +135,8 @@ pub(crate) enum Code {
     Scope,
     Io,
     PluginGrant,
+    /// A language server could not compute or make a change.
+    Lsp,
     /// A file that is not a regular file (the code comes from [`crate::fsutil::OpenError`]).
     Open(&'static str),
 }
@@ -162,6 +164,7 @@ impl Code {
             Code::Scope => "scope",
             Code::Io => "io",
             Code::PluginGrant => "plugin-grant",
+            Code::Lsp => "lsp",
             Code::Open(code) => code,
         }
     }

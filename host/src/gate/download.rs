@@ -121,6 +121,7 @@ impl Gate {
             tool: p.tool.clone(),
             input: p.input.clone(),
             paths: p.paths.clone(),
+            lsp_plan: None,
         };
         let asked = self
             .ask(

@@ -21,6 +21,7 @@ mod fake;
 mod grants;
 mod hook_stage;
 pub mod hooks;
+mod lsp;
 mod mode;
 mod observe;
 mod open;
@@ -84,6 +85,8 @@ pub struct Gate {
     exec_host: Arc<ExecHost>,
     /// Secrets the host puts into requests for tools, which see only placeholders.
     credentials: crate::sandbox::net::creds::Credentials,
+    /// The workspace's language servers (the `lsp_*` tools).
+    lsp: Arc<crate::exec::lsp::LspHost>,
 }
 
 impl Gate {
@@ -211,7 +214,7 @@ impl Gate {
         let mut hook_allow: Option<String> = None;
         loop {
             // Stages 1–2: the tool, the schema, the scope; then the call's key.
-            let v = self.validate(tool_name, &input, call_id)?;
+            let mut v = self.validate(tool_name, &input, call_id)?;
             let tool = v.tool.clone();
             if let Some(grant) = &tool.plugin {
                 validate::plugin_paths_granted(grant, &v.paths, tool_name, call_id)?;
@@ -267,6 +270,8 @@ impl Gate {
                 }
             }
 
+            // A language server's change: computed now, its files checked as writes.
+            self.lsp_plan(&mut v, call_id).await?;
             // Read-before-write, checked before anyone is asked about a call that cannot run.
             let before = self.check_writes(session, &tool, &v.paths, call_id)?;
 
@@ -314,7 +319,22 @@ impl Gate {
                         )
                         .await?;
                     // The file may have changed while we waited: check scope and staleness again.
-                    let again = self.validate(tool_name, &input, call_id)?;
+                    let mut again = self.validate(tool_name, &input, call_id)?;
+                    self.lsp_plan(&mut again, call_id).await?;
+                    let plans_differ = match (&again.lsp_plan, &v.lsp_plan) {
+                        (Some(a), Some(b)) => !lsp::same_plan(a, b),
+                        (a, b) => a.is_some() != b.is_some(),
+                    };
+                    if plans_differ {
+                        return Err(observe::error(
+                            tool_name,
+                            call_id,
+                            Stage::Ask,
+                            decision::Code::Changed,
+                            "the language server's change is not the one approved (a file changed while the approval was pending); nothing was changed".into(),
+                            Some("retry the call".into()),
+                        ));
+                    }
                     if again.input != v.input {
                         return Err(observe::error(
                             tool_name,
@@ -336,6 +356,7 @@ impl Gate {
                 before,
                 decision,
                 exec,
+                lsp_plan: v.lsp_plan,
             });
         }
     }
@@ -351,6 +372,8 @@ struct Prepared {
     decision: Decision,
     /// For the shell: the one command the exec capability may run in this call.
     exec: Option<ApprovedCommand>,
+    /// For `lsp_rename` / `lsp_replace_symbol`: the approved change.
+    lsp_plan: Option<lsp::Plan>,
 }
 
 pub use session::unique_id;

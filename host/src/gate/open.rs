@@ -182,6 +182,11 @@ impl Gate {
                 Box::new(move |rel: &str| deny.is_secret(rel))
             }),
         );
+        let lsp = Arc::new(crate::exec::lsp::LspHost::new(
+            exec_host.clone(),
+            Workspace::new(workspace.root(), &secrets)?,
+            super::lsp::config(&policy, workspace.root()),
+        ));
         Ok(Gate {
             mode: RwLock::new(policy.mode),
             workspace,
@@ -203,6 +208,7 @@ impl Gate {
             fs_deny,
             exec_host,
             credentials,
+            lsp,
         })
     }
 

@@ -25,6 +25,9 @@ use std::time::{Duration, Instant};
 #[path = "download.rs"]
 mod download;
 
+/// The longest one language-server question waits (`lsp_diagnostics`' `timeout_ms` at most).
+const LSP_MAX_WAIT: Duration = Duration::from_secs(120);
+
 impl Gate {
     /// Build the capabilities, run the guest, and record what it did.
     pub(super) async fn run(
@@ -75,6 +78,17 @@ impl Gate {
                 call_id: call_id.to_string(),
                 host: self.exec_host.clone(),
             });
+            // Importing the lsp capability (built-ins only): the servers, and for a write
+            // tool the change approved. A question waits at most `LSP_MAX_WAIT`, a server
+            // starts within the policy's timeout: the call's deadline covers both.
+            let lsp = crate::sandbox::LSP_INTERFACE_PREFIX;
+            if p.tool.info.builtin && p.tool.info.imports.iter().any(|i| i.starts_with(lsp)) {
+                let start = self.lsp.config().timeout.max(Duration::from_secs(10));
+                limits.timeout = limits
+                    .timeout
+                    .max(LSP_MAX_WAIT + start + Duration::from_secs(10));
+                caps.lsp = Some(self.lsp_grant(p.lsp_plan.as_ref(), LSP_MAX_WAIT));
+            }
         }
         if let Some(grant) = &p.tool.plugin {
             if let Err(o) = self.plugin_capabilities(grant, &mut caps, &mut limits, &name, call_id)
@@ -259,6 +273,11 @@ impl Gate {
                     }
                 }
             }
+        }
+        if observation.status == Status::Ok {
+            let written = p.before.iter().map(|(s, _)| s.host.clone()).collect();
+            self.lsp_after_write(&p.tool.info, written, &mut observation)
+                .await;
         }
         if !refusals.is_empty() {
             // What the host refused is part of the result, whatever the guest made of it.

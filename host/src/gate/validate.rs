@@ -20,6 +20,9 @@ pub(crate) struct Validated {
     /// The input with every path rewritten to what the guest opens.
     pub(crate) input: Value,
     pub(crate) paths: Paths,
+    /// For `lsp_rename` / `lsp_replace_symbol`: the change, computed before the ask
+    /// (`gate/lsp.rs`); its files are in `paths` too.
+    pub(crate) lsp_plan: Option<super::lsp::Plan>,
 }
 
 /// The built-in network tool.
@@ -43,7 +46,12 @@ impl Gate {
         if is_download(&tool.info) {
             download_target(&self.policy, &tool.info, &input, &paths, call_id)?;
         }
-        Ok(Validated { tool, input, paths })
+        Ok(Validated {
+            tool,
+            input,
+            paths,
+            lsp_plan: None,
+        })
     }
 
     /// Why there is no tool `tool_name`: a built-in that failed to load, a refused plugin, or

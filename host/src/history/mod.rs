@@ -6,7 +6,7 @@
 //! rewind what the user kept. The database is the workspace's, so it is read as untrusted: a
 //! stored path outside the workspace, or one the write scope refuses, is never written.
 
-mod restore;
+pub(crate) mod restore;
 mod undo;
 
 pub use undo::{undo, UndoError, UndoReport, UndoTarget, Undone};

@@ -15,7 +15,8 @@
 //! | `wasi:http` | every request is refused by the host (`HTTP-request-denied`) before any name is resolved; with `http` only the granted hosts |
 //! | `wasi:sockets` | never granted: creating a TCP or UDP socket fails (`access-denied`) and name lookup fails, so no other socket operation has a socket to act on |
 //!
-//! Refused always: the host exec capability (`toolgate:host/exec`), the host-assisted walk
+//! Refused always: the host exec capability (`toolgate:host/exec`), language servers
+//! (`toolgate:lsp`: built-in `lsp_*` tools only), the host-assisted walk
 //! and read-ahead (`toolgate:fs/walk`, `toolgate:search/read-ahead`: built-ins only), and any
 //! interface the host does not know.
 
@@ -51,6 +52,12 @@ pub fn check_imports(imports: &[String], grant: &PluginGrant) -> std::result::Re
         {
             problems.push(format!(
                 "it imports `{import}`: the host-assisted walk and read-ahead are for the built-in tools only in this version of toolgate; walk the granted directories through wasi:filesystem instead (e.g. the SDK without its `host-walk` and `host-read-ahead` features)"
+            ));
+            continue;
+        }
+        if import.starts_with(crate::sandbox::LSP_INTERFACE_PREFIX) {
+            problems.push(format!(
+                "it imports `{import}`: language servers are for the built-in lsp_* tools only in this version of toolgate"
             ));
             continue;
         }
@@ -130,6 +137,7 @@ mod tests {
         for (import, needle) in [
             ("toolgate:host/exec@0.1.0", "cannot run host processes"),
             ("toolgate:fs/walk@0.1.0", "built-in tools only"),
+            ("toolgate:lsp/lsp@0.1.0", "built-in lsp_* tools only"),
             ("toolgate:search/read-ahead@0.2.0", "built-in tools only"),
             ("wasi:keyvalue/store@0.2.0", "does not grant to plugins"),
             ("wasi:sockets-extra/x@0.2.0", "does not grant to plugins"),

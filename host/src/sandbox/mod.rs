@@ -6,6 +6,7 @@ mod fsguard;
 mod fstrace;
 mod limiter;
 mod limits;
+mod lsp;
 pub mod net;
 mod read_ahead;
 pub mod trace;
@@ -18,6 +19,7 @@ use trap::{classify, Cancelled};
 pub(crate) use cache::ToolMeta;
 pub use fsguard::FsDeny;
 pub use limits::Limits;
+pub use lsp::LSP_INTERFACE_PREFIX;
 pub use read_ahead::SEARCH_INTERFACE_PREFIX;
 pub use walk::WALK_INTERFACE_PREFIX;
 pub use wasi::{Capabilities, Preopen};
@@ -76,6 +78,7 @@ pub(crate) struct CallState {
     fsguard: fsguard::FsGuard,
     /// What this call may do with the host exec capability (`None`: nothing).
     exec: Option<crate::exec::ExecGrant>,
+    lsp: Option<crate::exec::lsp::LspGrant>,
     /// `wasi:http` state; requests go through `net`, which checks them against the grant.
     http: wasmtime_wasi_http::WasiHttpCtx,
     net: net::NetHooks,
@@ -229,6 +232,8 @@ impl Sandbox {
             |s| s,
         )
         .map_err(|e| Error::Sandbox(format!("linking toolgate:host/exec: {e:#}")))?;
+        lsp::add_to_linker(&mut linker)
+            .map_err(|e| Error::Sandbox(format!("linking toolgate:lsp: {e:#}")))?;
         walk::bindings::WalkHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(
             &mut linker,
             |s| s,
@@ -418,6 +423,7 @@ impl Sandbox {
                 limits: limiter::CallLimiter::new(limits.max_memory_bytes),
                 fsguard: fsguard::FsGuard::new(caps.deny.clone()),
                 exec: caps.exec.clone(),
+                lsp: caps.lsp.clone(),
                 http: wasmtime_wasi_http::WasiHttpCtx::new(),
                 net: net::NetHooks {
                     grant: caps.net.clone(),

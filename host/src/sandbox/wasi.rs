@@ -34,6 +34,8 @@ pub struct Capabilities {
     /// The host exec capability for this call: the one approved command, or this session's
     /// jobs (`None`: the exec functions refuse).
     pub exec: Option<crate::exec::ExecGrant>,
+    /// The language servers (`toolgate:lsp`), for built-in `lsp_*` tools (`None`: refused).
+    pub lsp: Option<crate::exec::lsp::LspGrant>,
     /// Outgoing HTTP through the host (`None`: every request is refused).
     pub net: Option<super::net::NetGrant>,
     /// Environment variables the guest sees (none unless a plugin's grant names them).

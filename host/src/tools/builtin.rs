@@ -32,11 +32,27 @@ pub enum Builtin {
     Fetch,
     /// `download`: a URL saved into a workspace file.
     Download,
+    /// `lsp_diagnostics`: a file's (or the workspace's) problems from its language server.
+    LspDiagnostics,
+    /// `lsp_definition`: where a symbol is defined.
+    LspDefinition,
+    /// `lsp_references`: where a symbol is used.
+    LspReferences,
+    /// `lsp_symbols`: a file's symbols, or the workspace's matching a query.
+    LspSymbols,
+    /// `lsp_call_hierarchy`: a function's callers and callees.
+    LspCallHierarchy,
+    /// `lsp_rename`: a symbol renamed in every file that uses it.
+    LspRename,
+    /// `lsp_replace_symbol`: a symbol's whole definition replaced.
+    LspReplaceSymbol,
+    /// `lsp_restart`: a language server stopped, to start afresh.
+    LspRestart,
 }
 
 impl Builtin {
     /// Every built-in, in the table's order.
-    pub const ALL: [Builtin; 12] = [
+    pub const ALL: [Builtin; 20] = [
         Builtin::Read,
         Builtin::Ls,
         Builtin::Glob,
@@ -49,6 +65,14 @@ impl Builtin {
         Builtin::Fetch,
         Builtin::JobKill,
         Builtin::Download,
+        Builtin::LspDiagnostics,
+        Builtin::LspDefinition,
+        Builtin::LspReferences,
+        Builtin::LspSymbols,
+        Builtin::LspCallHierarchy,
+        Builtin::LspRename,
+        Builtin::LspReplaceSymbol,
+        Builtin::LspRestart,
     ];
 
     /// The tool's name as served.
@@ -66,6 +90,14 @@ impl Builtin {
             Builtin::JobKill => "job_kill",
             Builtin::Fetch => "fetch",
             Builtin::Download => "download",
+            Builtin::LspDiagnostics => "lsp_diagnostics",
+            Builtin::LspDefinition => "lsp_definition",
+            Builtin::LspReferences => "lsp_references",
+            Builtin::LspSymbols => "lsp_symbols",
+            Builtin::LspCallHierarchy => "lsp_call_hierarchy",
+            Builtin::LspRename => "lsp_rename",
+            Builtin::LspReplaceSymbol => "lsp_replace_symbol",
+            Builtin::LspRestart => "lsp_restart",
         }
     }
 
@@ -79,6 +111,12 @@ impl Builtin {
     /// their own.
     pub const fn is_job_tool(self) -> bool {
         matches!(self, Builtin::JobOutput | Builtin::JobKill)
+    }
+
+    /// The language-server tools that change files: the gate computes their change before
+    /// anyone is asked, shows it, and the tool applies exactly that.
+    pub const fn is_lsp_write(self) -> bool {
+        matches!(self, Builtin::LspRename | Builtin::LspReplaceSymbol)
     }
 }
 

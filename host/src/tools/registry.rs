@@ -41,6 +41,14 @@ builtins! {
     "fetch" => "toolgate_tool_fetch",
     "job_kill" => "toolgate_tool_job_kill",
     "download" => "toolgate_tool_download",
+    "lsp_diagnostics" => "toolgate_tool_lsp_diagnostics",
+    "lsp_definition" => "toolgate_tool_lsp_definition",
+    "lsp_references" => "toolgate_tool_lsp_references",
+    "lsp_symbols" => "toolgate_tool_lsp_symbols",
+    "lsp_call_hierarchy" => "toolgate_tool_lsp_call_hierarchy",
+    "lsp_rename" => "toolgate_tool_lsp_rename",
+    "lsp_replace_symbol" => "toolgate_tool_lsp_replace_symbol",
+    "lsp_restart" => "toolgate_tool_lsp_restart",
 }
 
 /// Where the guest build put its components (test guests included).
@@ -80,7 +88,7 @@ impl Risk {
 pub enum Ceiling {
     /// Fully sandboxed: may be approved for the whole project.
     Project,
-    /// Links the host `exec` capability: approvals last one session at most.
+    /// Links the host `exec` or `lsp` capability: approvals last one session at most.
     Session,
 }
 
@@ -707,6 +715,11 @@ fn view(
         .imports
         .iter()
         .any(|i| i.starts_with(EXEC_INTERFACE_PREFIX));
+    // A language server runs project code on the host (confined read-only): the same ceiling.
+    let lsp = meta
+        .imports
+        .iter()
+        .any(|i| i.starts_with(crate::sandbox::LSP_INTERFACE_PREFIX));
     let mut risk = declared;
     if path_fields.iter().any(|(_, a)| *a == PathUse::Write) {
         risk = risk.max(Risk::Write);
@@ -720,7 +733,7 @@ fn view(
         input_schema: schema,
         risk,
         path_fields,
-        ceiling: if exec {
+        ceiling: if exec || lsp {
             Ceiling::Session
         } else {
             Ceiling::Project

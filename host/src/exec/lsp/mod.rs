@@ -7,7 +7,13 @@
 //! [`MAX_DOCUMENTS`] documents. A server's own requests (configuration, progress tokens,
 //! capability registration) get an empty answer so it never waits on the host.
 
+mod convert;
 pub mod framing;
+mod host;
+mod langs;
+
+pub use host::{Apply, LspGrant, LspHost, PlannedFile, Pos, Query};
+pub use langs::{Language, LspConfig, KNOWN as KNOWN_SERVERS};
 
 use super::{ApprovedCommand, ExecHost, Plan};
 use serde_json::{json, Value};
@@ -50,8 +56,12 @@ pub struct Server {
     stdin: Arc<Mutex<ChildStdin>>,
     shared: Arc<(Mutex<State>, Condvar)>,
     next_id: AtomicI64,
-    versions: Mutex<HashMap<String, i64>>,
+    /// Each open document's version, the hash of the text last sent, and how many
+    /// diagnostics publications it had had when that text was sent.
+    versions: Mutex<HashMap<String, (i64, u64, u64)>>,
     root: PathBuf,
+    /// What the server said it can do (`initialize`'s `capabilities`).
+    capabilities: Value,
     /// The command's private directories and pids cgroup, kept while it runs.
     _prepared: super::run::Prepared,
 }
@@ -82,8 +92,10 @@ impl std::fmt::Display for LspError {
 }
 
 impl Server {
-    /// Start `argv` in `host`'s workspace under the shell's confinement (a normal command: the
-    /// workspace writable, secrets masked, `.git` frozen, no network) and initialise it.
+    /// Start `argv` in `host`'s workspace under the shell's read-only confinement (the
+    /// workspace read-only, secrets masked, `.git` frozen, no network, a private writable
+    /// `/tmp`) and initialise it. It runs project code, so it gets exactly what a read-only
+    /// command gets: whatever it does, it cannot change the workspace.
     pub fn start(
         host: &ExecHost,
         argv: &[String],
@@ -93,7 +105,7 @@ impl Server {
             text: argv.join(" "),
             plan: Plan::Argv(argv.to_vec()),
             key: format!("lsp:{}", argv.first().map(String::as_str).unwrap_or("")),
-            class: "normal",
+            class: "read-only",
             cwd: host.workspace.clone(),
             timeout: Duration::MAX,
             auto_background: Duration::MAX,
@@ -136,17 +148,18 @@ impl Server {
             let (shared, stdin) = (shared.clone(), stdin.clone());
             move || read_loop(BufReader::new(stdout), &shared, &stdin)
         });
-        let server = Server {
+        let mut server = Server {
             child: Mutex::new(child),
             stdin,
             shared,
             next_id: AtomicI64::new(1),
             versions: Mutex::default(),
             root: host.workspace.clone(),
+            capabilities: Value::Null,
             _prepared: prepared,
         };
         let root_uri = uri(&server.root);
-        server
+        let init = server
             .request(
                 "initialize",
                 json!({
@@ -168,8 +181,22 @@ impl Server {
                 init_timeout,
             )
             .map_err(|e| format!("initialising the language server `{}`: {e}", argv.join(" ")))?;
+        server.capabilities = init.get("capabilities").cloned().unwrap_or(Value::Null);
         server.notify("initialized", json!({}))?;
         Ok(server)
+    }
+
+    /// Whether the server said it provides `provider` (e.g. `callHierarchyProvider`).
+    pub fn provides(&self, provider: &str) -> bool {
+        match self.capabilities.get(provider) {
+            None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+            Some(_) => true,
+        }
+    }
+
+    /// Its process id (as the host sees it).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.lock().ok().map(|c| c.id())
     }
 
     /// Whether it still runs.
@@ -235,29 +262,38 @@ impl Server {
         }
     }
 
-    /// Open `path` (or send its new text when open already); returns the version sent.
-    pub fn sync(&self, path: &Path, language_id: &str, text: &str) -> Result<i64, String> {
+    /// Open `path` (or send its new text when open already and it changed); returns the
+    /// document's version and whether anything was sent.
+    pub fn sync(&self, path: &Path, language_id: &str, text: &str) -> Result<(i64, bool), String> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut h);
+        let hash = h.finish();
         let u = uri(path);
+        let seen = self.publications(path);
         let mut versions = self.versions.lock().unwrap_or_else(|p| p.into_inner());
         match versions.get_mut(&u) {
-            Some(v) => {
-                *v += 1;
-                let v = *v;
+            Some((v, h, _)) if *h == hash => Ok((*v, false)),
+            Some(entry) => {
+                entry.0 += 1;
+                entry.1 = hash;
+                entry.2 = seen;
+                let v = entry.0;
                 drop(versions);
                 self.notify(
                     "textDocument/didChange",
                     json!({"textDocument": {"uri": u, "version": v}, "contentChanges": [{"text": text}]}),
                 )?;
-                Ok(v)
+                Ok((v, true))
             }
             None => {
-                versions.insert(u.clone(), 1);
+                versions.insert(u.clone(), (1, hash, seen));
                 drop(versions);
                 self.notify(
                     "textDocument/didOpen",
                     json!({"textDocument": {"uri": u, "languageId": language_id, "version": 1, "text": text}}),
                 )?;
-                Ok(1)
+                Ok((1, true))
             }
         }
     }
@@ -293,6 +329,40 @@ impl Server {
                 .map(|(g, _)| g)
                 .unwrap_or_else(|p| p.into_inner().0);
         }
+    }
+
+    /// The diagnostics of `path` for the text last sent: the first publication after that
+    /// send (for that version or later, when the server says), waiting at most `timeout`.
+    pub fn current_diagnostics(
+        &self,
+        path: &Path,
+        timeout: Duration,
+    ) -> Result<Published, LspError> {
+        let sent = self
+            .versions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&uri(path))
+            .map(|(v, _, seen)| (*v, *seen));
+        let Some((version, seen)) = sent else {
+            return Err(LspError::Ended(
+                "the document was never sent to the server".into(),
+            ));
+        };
+        self.diagnostics_after(path, seen, version, timeout)
+    }
+
+    /// The diagnostics last published for `path`, if any were.
+    pub fn published(&self, path: &Path) -> Option<Published> {
+        self.lock().diagnostics.get(&uri(path)).cloned()
+    }
+
+    /// Whether `path` is open in the server (it was synced).
+    pub fn is_open(&self, path: &Path) -> bool {
+        self.versions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(&uri(path))
     }
 
     /// How many diagnostics publications `path` has had so far.
@@ -470,16 +540,42 @@ impl Servers {
         Ok((s, restarted))
     }
 
-    /// Stop the server for `language` (the next use starts a new one).
-    pub fn restart(&self, language: &str) {
+    /// Stop the server for `language` (the next use starts a new one); whether one ran.
+    pub fn restart(&self, language: &str) -> bool {
         let s = self
             .running
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(language);
+        let ran = s.is_some();
         if let Some(s) = s {
             s.stop();
         }
+        ran
+    }
+
+    /// The running server for `language`, if one runs (none is started).
+    pub fn peek(&self, language: &str) -> Option<Arc<Server>> {
+        self.running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(language)
+            .filter(|s| s.alive())
+            .cloned()
+    }
+
+    /// The languages whose server runs.
+    pub fn running(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|(_, s)| s.alive())
+            .map(|(n, _)| n.clone())
+            .collect();
+        names.sort();
+        names
     }
 }
 

@@ -74,7 +74,7 @@ fn pylsp_reports_an_error_then_clean_after_the_fix_and_finds_a_definition() {
         .unwrap();
     assert!(!restarted);
     let seen = s.publications(&a);
-    let v = s.sync(&a, "python", broken).unwrap();
+    let (v, _) = s.sync(&a, "python", broken).unwrap();
     let p = s
         .diagnostics_after(&a, seen, v, Duration::from_secs(60))
         .unwrap();
@@ -84,7 +84,9 @@ fn pylsp_reports_an_error_then_clean_after_the_fix_and_finds_a_definition() {
     let fixed = "import os\nprint(os.name)\n";
     std::fs::write(&a, fixed).unwrap();
     let seen = s.publications(&a);
-    let v = s.sync(&a, "python", fixed).unwrap();
+    let (v, sent) = s.sync(&a, "python", fixed).unwrap();
+    assert!(sent);
+    assert_eq!(s.sync(&a, "python", fixed).unwrap(), (v, false));
     let p = s
         .diagnostics_after(&a, seen, v, Duration::from_secs(60))
         .unwrap();
@@ -199,7 +201,7 @@ import time\ntime.sleep(30)\n",
     );
     let s = Server::start(&host(&root), &argv, Duration::from_secs(20)).unwrap();
     let f = root.join("x.txt");
-    let v = s.sync(&f, "plaintext", "x").unwrap();
+    let (v, _) = s.sync(&f, "plaintext", "x").unwrap();
     let p = s
         .diagnostics_after(&f, 0, v, Duration::from_secs(20))
         .unwrap();
@@ -230,7 +232,7 @@ import time\ntime.sleep(30)\n",
     let h = host(&root).with_secrets(Box::new(|rel: &str| rel == ".env"));
     let s = Server::start(&h, &argv, Duration::from_secs(20)).unwrap();
     let f = root.join("x.txt");
-    let v = s.sync(&f, "plaintext", "x").unwrap();
+    let (v, _) = s.sync(&f, "plaintext", "x").unwrap();
     let p = s
         .diagnostics_after(&f, 0, v, Duration::from_secs(20))
         .unwrap();
