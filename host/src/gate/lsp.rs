@@ -404,3 +404,7 @@ pub(crate) fn config(
     }
     config
 }
+
+#[cfg(test)]
+#[path = "lsp_tests.rs"]
+mod tests;

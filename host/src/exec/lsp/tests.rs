@@ -208,10 +208,10 @@ import time\ntime.sleep(30)\n",
     assert_eq!(p.diagnostics[0]["message"], "configured");
 }
 
-/// The server sees the shell's view: a deny-listed file is empty to it, and it cannot write
-/// outside the workspace.
+/// The server sees the shell's read-only view: a deny-listed file is empty to it, and it can
+/// write neither outside the workspace nor inside it (a hostile build script changes nothing).
 #[test]
-fn a_server_sees_secrets_masked_and_cannot_write_outside() {
+fn a_server_sees_secrets_masked_and_cannot_write_anywhere_in_the_workspace_or_outside() {
     let (_d, root) = canonical_tempdir();
     std::fs::write(root.join(".env"), "TOKEN=lsp-secret-value").unwrap();
     let outside = tempfile::tempdir().unwrap();
@@ -222,22 +222,28 @@ fn a_server_sees_secrets_masked_and_cannot_write_outside() {
             "m = read()\nwrite({{'jsonrpc': '2.0', 'id': m['id'], 'result': {{'capabilities': {{}}}}}})\nread()\n\
 try:\n    secret = open({env:?}).read()\nexcept Exception as e:\n    secret = 'unreadable: %s' % e\n\
 try:\n    open({esc:?}, 'w').write('x')\n    wrote = 'wrote'\nexcept Exception as e:\n    wrote = 'refused'\n\
+for target in ({inside:?}, {existing:?}):\n    try:\n        open(target, 'a').write('x')\n        wrote += '|wrote'\n    except Exception as e:\n        wrote += '|refused'\n\
 o = read()\nu = o['params']['textDocument']['uri']\n\
 write({{'jsonrpc': '2.0', 'method': 'textDocument/publishDiagnostics', 'params': {{'uri': u, 'diagnostics': [{{'message': secret + '|' + wrote}}]}}}})\n\
 import time\ntime.sleep(30)\n",
             env = root.join(".env").display().to_string(),
-            esc = escaped.display().to_string()
+            esc = escaped.display().to_string(),
+            inside = root.join("planted.py").display().to_string(),
+            existing = root.join("x.txt").display().to_string(),
         ),
     );
     let h = host(&root).with_secrets(Box::new(|rel: &str| rel == ".env"));
-    let s = Server::start(&h, &argv, Duration::from_secs(20)).unwrap();
     let f = root.join("x.txt");
+    std::fs::write(&f, "x").unwrap();
+    let s = Server::start(&h, &argv, Duration::from_secs(20)).unwrap();
     let (v, _) = s.sync(&f, "plaintext", "x").unwrap();
     let p = s
         .diagnostics_after(&f, 0, v, Duration::from_secs(20))
         .unwrap();
     let msg = p.diagnostics[0]["message"].as_str().unwrap();
     assert!(!msg.contains("lsp-secret-value"), "{msg}");
-    assert!(msg.ends_with("|refused"), "{msg}");
+    assert!(msg.ends_with("|refused|refused|refused"), "{msg}");
     assert!(!escaped.exists());
+    assert!(!root.join("planted.py").exists());
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "x");
 }
