@@ -100,7 +100,7 @@ fn a_directory_swapped_for_a_link_or_a_file_swapped_for_a_fifo_is_never_written_
     std::fs::remove_file(root.join("c.py")).unwrap();
     rustix::fs::mknodat(
         rustix::fs::CWD,
-        &root.join("c.py"),
+        root.join("c.py"),
         rustix::fs::FileType::Fifo,
         rustix::fs::Mode::from_raw_mode(0o600),
         0,

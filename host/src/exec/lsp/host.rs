@@ -155,11 +155,10 @@ impl LspHost {
         Ok(s)
     }
 
-    /// Send `doc`'s current text; the publications seen before, its version, whether sent.
-    fn open(&self, s: &Server, lang: &Language, doc: &Doc) -> Result<(u64, i64, bool), String> {
-        let seen = s.publications(&doc.host);
-        let (v, sent) = s.sync(&doc.host, &language_id(&lang.name, &doc.host), &doc.text)?;
-        Ok((seen, v, sent))
+    /// Send `doc`'s current text (nothing when the server has it already).
+    fn open(&self, s: &Server, lang: &Language, doc: &Doc) -> Result<(), String> {
+        s.sync(&doc.host, &language_id(&lang.name, &doc.host), &doc.text)?;
+        Ok(())
     }
 
     /// The LSP position of `pos` in `doc`, and the word there.
@@ -279,36 +278,23 @@ impl LspHost {
         let doc = self.doc(raw)?;
         let (s, lang) = self.server(&doc, used)?;
         let deadline = Instant::now() + timeout;
-        let (seen, v, sent) = self.open(&s, &lang, &doc)?;
+        self.open(&s, &lang, &doc)?;
         let mut files = Vec::new();
         let mut timed_out = Vec::new();
-        self.collect(
-            &s,
-            &doc,
-            seen,
-            v,
-            sent,
-            deadline,
-            &mut files,
-            &mut timed_out,
-        )?;
+        self.collect(&s, &doc, deadline, &mut files, &mut timed_out)?;
         Ok(json!({"files": files, "checked": 1, "timed_out": timed_out, "cut": null}))
     }
 
-    /// `doc`'s diagnostics into `files` (or its name into `timed_out`).
-    #[allow(clippy::too_many_arguments)]
+    /// `doc`'s diagnostics for the text last sent into `files` (or its name into
+    /// `timed_out`).
     fn collect(
         &self,
         s: &Server,
         doc: &Doc,
-        seen: u64,
-        version: i64,
-        sent: bool,
         deadline: Instant,
         files: &mut Vec<Value>,
         timed_out: &mut Vec<String>,
     ) -> Result<(), String> {
-        let _ = (seen, version, sent);
         let published = s.current_diagnostics(
             &doc.host,
             deadline.saturating_duration_since(Instant::now()),
@@ -392,20 +378,11 @@ impl LspHost {
         for rel in &rels {
             let Ok(doc) = self.doc(rel) else { continue };
             let (s, lang) = self.server(&doc, used)?;
-            let (seen, v, sent) = self.open(&s, &lang, &doc)?;
-            opened.push((s, doc, seen, v, sent));
+            self.open(&s, &lang, &doc)?;
+            opened.push((s, doc));
         }
-        for (s, doc, seen, v, sent) in &opened {
-            self.collect(
-                s,
-                doc,
-                *seen,
-                *v,
-                *sent,
-                deadline,
-                &mut files,
-                &mut timed_out,
-            )?;
+        for (s, doc) in &opened {
+            self.collect(s, doc, deadline, &mut files, &mut timed_out)?;
         }
         let checked = files.len();
         files.retain(|f| f["diagnostics"].as_array().is_some_and(|d| !d.is_empty()));
