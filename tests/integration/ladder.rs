@@ -575,7 +575,22 @@ async fn mode_is_read_at_decision_time() {
     assert_eq!(o.status, Status::Denied);
     assert_eq!(o.stage.as_deref(), Some("mode"));
     let names: Vec<_> = g.visible_tools().iter().map(|t| t.name.clone()).collect();
-    assert_eq!(names, vec!["glob", "grep", "ls", "read"]);
+    // The language-server tools that only read stay: their servers run read-only confined.
+    assert_eq!(
+        names,
+        vec![
+            "glob",
+            "grep",
+            "ls",
+            "lsp_call_hierarchy",
+            "lsp_definition",
+            "lsp_diagnostics",
+            "lsp_references",
+            "lsp_restart",
+            "lsp_symbols",
+            "read"
+        ]
+    );
 }
 
 #[tokio::test]

@@ -26,8 +26,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A change computed before the ask.
-pub(crate) type Plan = Arc<Vec<PlannedFile>>;
+pub(crate) use super::validate::LspPlan as Plan;
 
 /// Most diff bytes the prompt shows over all files.
 const MAX_SHOWN: usize = 48 * 1024;

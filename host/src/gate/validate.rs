@@ -11,6 +11,9 @@ use crate::workspace::{ScopedPath, Workspace};
 use serde_json::Value;
 use std::sync::Arc;
 
+/// A language server's change, computed before the ask (`gate/lsp.rs`).
+pub(crate) type LspPlan = Arc<Vec<crate::exec::lsp::PlannedFile>>;
+
 /// Each path argument of a call: its field, how the tool uses it, and where it is.
 pub(crate) type Paths = Vec<(String, PathUse, ScopedPath)>;
 
@@ -22,7 +25,7 @@ pub(crate) struct Validated {
     pub(crate) paths: Paths,
     /// For `lsp_rename` / `lsp_replace_symbol`: the change, computed before the ask
     /// (`gate/lsp.rs`); its files are in `paths` too.
-    pub(crate) lsp_plan: Option<super::lsp::Plan>,
+    pub(crate) lsp_plan: Option<LspPlan>,
 }
 
 /// The built-in network tool.

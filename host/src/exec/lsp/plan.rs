@@ -120,7 +120,7 @@ impl LspHost {
             [] => {
                 let mut names = Vec::new();
                 let mut flat = Vec::new();
-                super::flatten_symbols(&doc.text, items, 0, &mut flat);
+                super::questions::flatten_symbols(&doc.text, items, 0, &mut flat);
                 for f in flat.iter().take(30) {
                     names.push(f["name"].as_str().unwrap_or("").to_string());
                 }
