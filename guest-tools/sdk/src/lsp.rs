@@ -170,5 +170,37 @@ pub fn position_label(cx: &Context, input: &Value) -> String {
     label
 }
 
+/// The descriptor of a tool that looks up the places of the symbol at a position
+/// (`lsp_definition`, `lsp_references`).
+pub fn lookup_descriptor(name: &str, description: &str) -> crate::Descriptor {
+    crate::Descriptor::new(
+        name,
+        description,
+        position_schema(
+            "The file the symbol is in, relative to the workspace root.",
+            json!({}),
+            &[],
+        ),
+        crate::Risk::ReadOnly,
+    )
+    .path("path", crate::PathAccess::Read)
+}
+
+/// One call of a lookup tool: the places the host found, shown as `lookup` says.
+pub fn lookup_call(
+    input: &Value,
+    cx: &Context,
+    lookup: format::Lookup,
+) -> Result<crate::Output, ToolError> {
+    let at = position_label(cx, input);
+    let p = position(input);
+    let query = match lookup {
+        format::Lookup::Definition => Query::Definition(p),
+        format::Lookup::References => Query::References(p),
+    };
+    let answer = ask(&query, DEFAULT_TIMEOUT_MS).map_err(error)?;
+    Ok(format::locations(&answer, lookup, &at, cx.max_output_bytes()).into_output())
+}
+
 #[cfg(test)]
 mod tests;

@@ -155,6 +155,34 @@ impl LspHost {
         Ok(s)
     }
 
+    /// Scope and read `raw`, start its language's server and send it the text.
+    fn opened(
+        &self,
+        raw: &str,
+        used: &mut Vec<Value>,
+    ) -> Result<(Doc, Arc<Server>, Language), String> {
+        let doc = self.doc(raw)?;
+        let (s, lang) = self.server(&doc, used)?;
+        self.open(&s, &lang, &doc)?;
+        Ok((doc, s, lang))
+    }
+
+    /// `doc`'s symbols as the server sends them (`DocumentSymbol`s or `SymbolInformation`s).
+    fn symbols_of(
+        &self,
+        s: &Server,
+        lang: &Language,
+        doc: &Doc,
+        timeout: Duration,
+    ) -> Result<Value, String> {
+        s.request(
+            "textDocument/documentSymbol",
+            json!({"textDocument": {"uri": super::uri(&doc.host)}}),
+            timeout,
+        )
+        .map_err(|e| with_lang(lang, e))
+    }
+
     /// Send `doc`'s current text (nothing when the server has it already).
     fn open(&self, s: &Server, lang: &Language, doc: &Doc) -> Result<(), String> {
         s.sync(&doc.host, &language_id(&lang.name, &doc.host), &doc.text)?;

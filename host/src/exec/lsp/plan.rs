@@ -37,9 +37,8 @@ impl LspHost {
         new_name: &str,
         timeout: Duration,
     ) -> Result<Vec<PlannedFile>, String> {
-        let doc = self.doc(&pos.path)?;
         let mut used = Vec::new();
-        let (s, lang) = self.server(&doc, &mut used)?;
+        let (doc, s, lang) = self.opened(&pos.path, &mut used)?;
         if !s.provides("renameProvider") {
             return Err(format!(
                 "the {} language server does not support renaming",
@@ -47,7 +46,6 @@ impl LspHost {
             ));
         }
         let (position, word) = self.position(&doc, pos)?;
-        self.open(&s, &lang, &doc)?;
         let edit = s
             .request(
                 "textDocument/rename",
@@ -99,17 +97,9 @@ impl LspHost {
         new_text: &str,
         timeout: Duration,
     ) -> Result<Vec<PlannedFile>, String> {
-        let doc = self.doc(raw)?;
         let mut used = Vec::new();
-        let (s, lang) = self.server(&doc, &mut used)?;
-        self.open(&s, &lang, &doc)?;
-        let result = s
-            .request(
-                "textDocument/documentSymbol",
-                json!({"textDocument": {"uri": uri(&doc.host)}}),
-                timeout,
-            )
-            .map_err(|e| super::with_lang(&lang, e))?;
+        let (doc, s, lang) = self.opened(raw, &mut used)?;
+        let result = self.symbols_of(&s, &lang, &doc, timeout)?;
         let items = result.as_array().map_or(&[][..], Vec::as_slice);
         let path: Vec<&str> = symbol.split('.').filter(|p| !p.is_empty()).collect();
         let mut found = Vec::new();

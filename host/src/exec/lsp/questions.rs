@@ -21,10 +21,8 @@ impl LspHost {
         timeout: Duration,
         used: &mut Vec<Value>,
     ) -> Result<Value, String> {
-        let doc = self.doc(raw)?;
-        let (s, lang) = self.server(&doc, used)?;
+        let (doc, s, _) = self.opened(raw, used)?;
         let deadline = Instant::now() + timeout;
-        self.open(&s, &lang, &doc)?;
         let mut files = Vec::new();
         let mut timed_out = Vec::new();
         self.collect(&s, &doc, deadline, &mut files, &mut timed_out)?;
@@ -160,10 +158,8 @@ impl LspHost {
         timeout: Duration,
         used: &mut Vec<Value>,
     ) -> Result<Value, String> {
-        let doc = self.doc(&pos.path)?;
-        let (s, lang) = self.server(&doc, used)?;
+        let (doc, s, lang) = self.opened(&pos.path, used)?;
         let (position, word) = self.position(&doc, pos)?;
-        self.open(&s, &lang, &doc)?;
         let mut params = json!({"textDocument": {"uri": uri(&doc.host)}, "position": position});
         if method == "textDocument/references" {
             params["context"] = json!({"includeDeclaration": true});
@@ -205,16 +201,8 @@ impl LspHost {
         timeout: Duration,
         used: &mut Vec<Value>,
     ) -> Result<Value, String> {
-        let doc = self.doc(raw)?;
-        let (s, lang) = self.server(&doc, used)?;
-        self.open(&s, &lang, &doc)?;
-        let result = s
-            .request(
-                "textDocument/documentSymbol",
-                json!({"textDocument": {"uri": uri(&doc.host)}}),
-                timeout,
-            )
-            .map_err(|e| with_lang(&lang, e))?;
+        let (doc, s, lang) = self.opened(raw, used)?;
+        let result = self.symbols_of(&s, &lang, &doc, timeout)?;
         let mut out = Vec::new();
         flatten_symbols(
             &doc.text,
@@ -300,8 +288,7 @@ impl LspHost {
         timeout: Duration,
         used: &mut Vec<Value>,
     ) -> Result<Value, String> {
-        let doc = self.doc(&pos.path)?;
-        let (s, lang) = self.server(&doc, used)?;
+        let (doc, s, lang) = self.opened(&pos.path, used)?;
         if !s.provides("callHierarchyProvider") {
             return Err(format!(
                 "the {} language server ({}) does not support call hierarchy; use lsp_references instead",
@@ -310,7 +297,6 @@ impl LspHost {
             ));
         }
         let (position, _) = self.position(&doc, pos)?;
-        self.open(&s, &lang, &doc)?;
         let items = s
             .request(
                 "textDocument/prepareCallHierarchy",
