@@ -123,6 +123,20 @@ async fn diagnostics_show_the_error_then_clean_once_edit_fixes_it_and_edit_can_a
     assert!(o.content.contains("geo.py:5:"), "{}", o.content);
     assert_eq!(o.data["servers"][0]["server"], "pylsp", "{o:#?}");
 
+    // The whole workspace: every Python file is checked, the clean ones are counted, the
+    // broken one is listed.
+    ws.write("clean.py", "print(1)\n");
+    ws.write("notes.txt", "not python\n");
+    let o = ok(&g, "lsp_diagnostics", json!({})).await;
+    assert_eq!(o.data["checked"], 2, "{o:#?}");
+    let listed: Vec<&str> = o.data["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, vec!["geo.py"], "{o:#?}");
+
     // Fixed with `edit`: the edit's own observation carries the new (empty) diagnostics, and
     // asking again says the file is clean.
     ok(&g, "read", json!({"path": "geo.py"})).await;

@@ -285,9 +285,13 @@ pub(crate) fn describe_plan(plan: &[PlannedFile]) -> String {
     text
 }
 
-/// Two plans make the same change.
+/// Two plans make the same change: the same files, each from the same text to the same text
+/// (how the server grouped its edits does not matter).
 pub(crate) fn same_plan(a: &[PlannedFile], b: &[PlannedFile]) -> bool {
-    a == b
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.rel == y.rel && x.old == y.old && x.new == y.new)
 }
 
 /// Write `plan`: every file still exactly as planned is replaced (a temp file renamed over it,

@@ -30,6 +30,8 @@ pub const MAX_FILE: u64 = 8 << 20;
 pub const MAX_LOCATIONS: usize = 200;
 /// Most files the workspace-wide diagnostics open.
 pub const MAX_WORKSPACE_FILES: usize = 200;
+/// Most bytes of text the workspace-wide diagnostics send in all.
+pub const MAX_WORKSPACE_BYTES: usize = 64 << 20;
 /// Most directory entries the workspace walk looks at.
 const MAX_WALK_ENTRIES: usize = 20_000;
 
@@ -239,8 +241,7 @@ impl LspHost {
         let inside = path
             .strip_prefix(root)
             .ok()
-            .map(|r| r.to_string_lossy().into_owned())
-            .and_then(|rel| self.scoped(&rel, Access::Read).ok());
+            .map(|r| r.to_string_lossy().into_owned());
         let (sl, sc) = (
             range["start"]["line"].as_u64().unwrap_or(0),
             range["start"]["character"].as_u64().unwrap_or(0),
@@ -249,9 +250,16 @@ impl LspHost {
             range["end"]["line"].as_u64().unwrap_or(sl),
             range["end"]["character"].as_u64().unwrap_or(sc),
         );
-        let Some(scoped) = inside else {
+        let Some(rel) = inside else {
             return json!({
                 "path": path.to_string_lossy(), "outside": true,
+                "line": sl + 1, "column": sc + 1, "end_line": el + 1, "end_column": ec + 1,
+            });
+        };
+        // A place in a file no tool may read (a secret, `.toolgate/`): its name, never its text.
+        let Ok(scoped) = self.scoped(&rel, Access::Read) else {
+            return json!({
+                "path": rel, "outside": false,
                 "line": sl + 1, "column": sc + 1, "end_line": el + 1, "end_column": ec + 1,
             });
         };

@@ -6,7 +6,7 @@ use super::super::langs::Language;
 use super::super::{uri, Server};
 use super::{
     program_name, with_lang, Doc, LspHost, Pos, MAX_LOCATIONS, MAX_WALK_ENTRIES,
-    MAX_WORKSPACE_FILES,
+    MAX_WORKSPACE_BYTES, MAX_WORKSPACE_FILES,
 };
 use crate::workspace::Access;
 use serde_json::{json, Value};
@@ -119,8 +119,15 @@ impl LspHost {
         let mut opened = Vec::new();
         let mut files = Vec::new();
         let mut timed_out = Vec::new();
+        let mut bytes = 0usize;
+        let mut more = more;
         for rel in &rels {
             let Ok(doc) = self.doc(rel) else { continue };
+            bytes += doc.text.len();
+            if bytes > MAX_WORKSPACE_BYTES {
+                more = true;
+                break;
+            }
             let (s, lang) = self.server(&doc, used)?;
             self.open(&s, &lang, &doc)?;
             opened.push((s, doc));
@@ -134,7 +141,11 @@ impl LspHost {
             "files": files,
             "checked": checked + timed_out.len(),
             "timed_out": timed_out,
-            "cut": more.then(|| format!("only the first {MAX_WORKSPACE_FILES} files were checked; give `path` for others")),
+            "cut": more.then(|| format!(
+                "only the first {} files were checked (at most {MAX_WORKSPACE_FILES} files and {} MiB of text); give `path` for others",
+                opened.len(),
+                MAX_WORKSPACE_BYTES >> 20
+            )),
         }))
     }
 
