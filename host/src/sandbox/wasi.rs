@@ -1,15 +1,11 @@
 //! Capability set -> WASI context. Deny by default: the context starts empty and gets only the
 //! preopens listed; no environment, arguments, stdio, network or inherited anything.
 
-use super::fsguard::FsDeny;
+use super::fsguard::{FsDeny, BLOCKING_CURRENT_THREAD};
 use crate::error::{Error, Result};
 use std::path::PathBuf;
 use std::sync::Arc;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
-
-/// Whether filesystem calls run on the calling thread (`allow_blocking_current_thread`); the
-/// filesystem guard opens files itself and must build them the same way.
-pub(crate) const BLOCKING_CURRENT_THREAD: bool = true;
 
 /// One directory made visible to the guest.
 #[derive(Clone, Debug, PartialEq, Eq)]
