@@ -24,9 +24,13 @@ mod plugin;
 mod plugin_add;
 mod plugin_oci;
 mod plugin_test;
+mod policy;
 mod prompt;
 mod scaffold;
 mod serve;
+mod trust;
+
+use trust::plugin_store;
 
 /// Exit code when the host itself failed.
 const EXIT_HOST_FAILURE: u8 = 70;
@@ -41,7 +45,7 @@ struct Cli {
     /// The workspace root (default: the current directory).
     #[arg(long, short = 'w', global = true, env = "TOOLGATE_WORKSPACE")]
     workspace: Option<PathBuf>,
-    /// The session: read records (and later grants) belong to it. Separate `toolgate call`
+    /// The session: read records and session grants belong to it. Separate `toolgate call`
     /// processes with the same name share it.
     #[arg(
         long,
@@ -98,7 +102,7 @@ enum Command {
     /// Check the policy and the grants file and report every problem with file and line.
     Policy {
         #[command(subcommand)]
-        command: PolicyCommand,
+        command: policy::PolicyCommand,
     },
     /// Review the workspace's own policy, grants and plugins and trust them: shows exactly
     /// what they loosen, then records the policy's sha256 in your trust.toml and signs the
@@ -114,7 +118,7 @@ enum Command {
     /// Project grants saved in .toolgate/grants.toml.
     Grants {
         #[command(subcommand)]
-        command: GrantsCommand,
+        command: trust::GrantsCommand,
     },
     /// Manage sessions.
     Session {
@@ -133,37 +137,6 @@ enum Command {
     /// Put back what a call changed: `undo CALL_ID`, `undo --last`, or `undo --session S`
     /// for every call of a session, newest first.
     Undo(history::UndoArgs),
-}
-
-#[derive(Subcommand)]
-enum PolicyCommand {
-    /// Print every policy layer, what each applies and what is ignored, then report syntax
-    /// errors, failing rule examples, unknown tools and ceiling violations.
-    Check,
-    /// Print the decision the ladder would take for one call, stage by stage, without running
-    /// it (hooks are named, not run; nobody is asked).
-    Explain {
-        /// The tool, e.g. `write`.
-        tool: String,
-        /// The input as a JSON object, or `-` to read it from stdin.
-        input: Option<String>,
-    },
-}
-
-#[derive(Subcommand)]
-enum GrantsCommand {
-    /// List project grants with their file and line (and the ignored, unsigned ones).
-    List,
-    /// Add a project grant for KEY, signed with your key (e.g. `write:src/**`).
-    Add {
-        /// The key pattern to allow for the whole project.
-        key: String,
-    },
-    /// Remove the project grant with exactly this key.
-    Revoke {
-        /// The grant's key as listed.
-        key: String,
-    },
 }
 
 #[derive(Subcommand)]
@@ -309,152 +282,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Policy {
-            command: PolicyCommand::Check,
-        } => {
-            let gate = match Gate::open(opts).await {
-                Ok(gate) => gate,
-                Err(toolgate::Error::Policy(problems)) => {
-                    println!("{problems}");
-                    return Ok(ExitCode::from(1));
-                }
-                Err(e) => return Err(e).context("cannot open the gate"),
-            };
-            let mut out = std::io::stdout().lock();
-            writeln!(
-                out,
-                "layers, lowest first (a higher one overrides; managed is a ceiling):"
-            )?;
-            for l in &gate.policy().layers {
-                let trust = if l.trusted {
-                    ""
-                } else {
-                    "  (untrusted: only what is stricter applies)"
-                };
-                writeln!(out, "  {:<12} {}{trust}", l.kind.as_str(), l.origin)?;
-                if l.applied.is_empty() {
-                    writeln!(out, "      applies nothing")?;
-                }
-                for a in &l.applied {
-                    writeln!(out, "      {a}")?;
-                }
-            }
-            let ignored = gate.policy_ignored();
-            if !ignored.is_empty() {
-                writeln!(out, "ignored:")?;
-                for i in &ignored {
-                    writeln!(out, "  {i}")?;
-                }
-                writeln!(out, "  hint: {}", toolgate::policy::TRUST_HINT)?;
-            }
-            writeln!(
-                out,
-                "result: mode {}, {} rules, {} hooks\nshell network: {}",
-                gate.mode().as_str(),
-                gate.policy().rules.len(),
-                gate.policy().hooks.len(),
-                gate.policy().shell.network_text()
-            )?;
-            for c in &gate.policy().credentials {
-                writeln!(out, "credential: {}", c.describe())?;
-            }
-            write!(out, "{}", gate.policy().lsp.describe())?;
-            writeln!(
-                out,
-                "secrets denied: {}",
-                gate.workspace().guest_denied_globs().join(" ")
-            )?;
-            let problems = gate.check();
-            if problems.is_empty() {
-                let p = gate.policy();
-                let (rules, mode) = (p.rules.len(), gate.mode().as_str());
-                let name = match p.origin.as_str() {
-                    "preset default" => "no .toolgate/policy.toml, the built-in default preset",
-                    other => other,
-                };
-                writeln!(out, "{name}: ok ({rules} rules, mode {mode})")?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            for p in &problems {
-                writeln!(out, "{p}")?;
-            }
-            let errors = problems.iter().any(|p| p.severity == "error");
-            Ok(ExitCode::from(if errors { 1 } else { 0 }))
-        }
-        Command::Policy {
-            command: PolicyCommand::Explain { tool, input },
-        } => {
-            let input = match usage_input(input.as_deref()) {
-                Ok(v) => v,
-                Err(code) => return Ok(code),
-            };
-            let gate = Gate::open(GateOptions {
-                approver: None,
-                ..opts
-            })
-            .await
-            .context("cannot open the gate")?;
-            let explained = gate.explain(&cli.session, &tool, &input);
-            let mut out = std::io::stdout().lock();
-            for step in &explained.stages {
-                writeln!(
-                    out,
-                    "{:<20} {:<9} {}",
-                    step.stage, step.outcome, step.detail
-                )?;
-            }
-            writeln!(out, "decision: {}", explained.decision)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Trust { yes, forget } => trust(&root, yes, forget),
-        Command::Grants { command } => {
-            let ws = toolgate::workspace::Workspace::new(&root, &[])?;
-            let grants = project_grants(&ws, trust_ws);
-            match command {
-                GrantsCommand::List => match grants.list() {
-                    Ok(list) => {
-                        for (key, source) in list {
-                            println!("{key}\t{source}");
-                        }
-                        for i in grants.ignored() {
-                            println!("# ignored: {i}");
-                        }
-                        Ok(ExitCode::SUCCESS)
-                    }
-                    Err(p) => {
-                        eprintln!("toolgate: {p}");
-                        Ok(ExitCode::from(1))
-                    }
-                },
-                GrantsCommand::Add { key } => match grants.add(&key, "toolgate grants add") {
-                    Ok(()) => {
-                        println!(
-                            "granted `{key}` for this project ({})",
-                            grants.path().display()
-                        );
-                        Ok(ExitCode::SUCCESS)
-                    }
-                    Err(p) => {
-                        eprintln!("toolgate: {p}");
-                        Ok(ExitCode::from(1))
-                    }
-                },
-                GrantsCommand::Revoke { key } => match grants.revoke(&key) {
-                    Ok(0) => {
-                        eprintln!("toolgate: no project grant with key `{key}` (see `toolgate grants list`)");
-                        Ok(ExitCode::from(1))
-                    }
-                    Ok(n) => {
-                        println!("revoked {n} grant(s) for `{key}`");
-                        Ok(ExitCode::SUCCESS)
-                    }
-                    Err(p) => {
-                        eprintln!("toolgate: {p}");
-                        Ok(ExitCode::from(1))
-                    }
-                },
-            }
-        }
+        Command::Policy { command } => policy::run(command, &cli.session, opts).await,
+        Command::Trust { yes, forget } => trust::trust(&root, yes, forget),
+        Command::Grants { command } => trust::grants(&root, command, trust_ws),
         Command::Plugin { command } => plugin::run(command, &root, opts).await,
         Command::Session {
             command: SessionCommand::Forget,
@@ -503,177 +333,4 @@ fn read_input(arg: Option<&str>) -> std::result::Result<Value, String> {
         Some(s) => s.to_string(),
     };
     serde_json::from_str(&text).map_err(|e| format!("the input is not valid JSON: {e}"))
-}
-
-/// The user's signing key (outside every workspace).
-fn keyring() -> Arc<toolgate::policy::trust::Keyring> {
-    Arc::new(toolgate::policy::trust::Keyring::new(
-        &toolgate::userdirs::UserDirs::from_env().config,
-    ))
-}
-
-fn project_grants(
-    ws: &toolgate::workspace::Workspace,
-    trust_all: bool,
-) -> toolgate::policy::grants::ProjectGrants {
-    toolgate::policy::grants::ProjectGrants::signed(
-        ws.state_dir()
-            .join(toolgate::workspace::layout::GRANTS_FILE),
-        ws.root(),
-        keyring(),
-        trust_all,
-    )
-}
-
-fn plugin_store(
-    ws: &toolgate::workspace::Workspace,
-    trust_all: bool,
-) -> toolgate::plugins::PluginStore {
-    toolgate::plugins::PluginStore::signed(&ws.state_dir(), ws.root(), keyring(), trust_all)
-}
-
-/// `toolgate trust`: show what the workspace's own files loosen, then trust them.
-fn trust(root: &std::path::Path, yes: bool, forget: bool) -> Result<ExitCode> {
-    use toolgate::policy::{trust::TrustStore, LayerSources, Policy};
-    let ws = toolgate::workspace::Workspace::new(root, &[])?;
-    let user = toolgate::userdirs::UserDirs::from_env();
-    let store = TrustStore::new(&user.config);
-    if forget {
-        let had = store.forget(ws.root()).map_err(anyhow::Error::msg)?;
-        println!(
-            "{} {}",
-            if had {
-                "forgot the trust record of"
-            } else {
-                "no trust record for"
-            },
-            ws.root().display()
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    let sources = LayerSources {
-        workspace: ws.root().to_path_buf(),
-        user: Some(user.clone()),
-        managed: toolgate::policy::managed_policy_path(),
-        ..LayerSources::default()
-    };
-    let layer = Policy::workspace_layer(&sources);
-    // What the workspace layer loosens: what is ignored while it is untrusted.
-    let untrusted = match Policy::layered(&sources) {
-        Ok(p) => p,
-        Err(problems) => {
-            for p in &problems {
-                println!("{p}");
-            }
-            eprintln!("toolgate: not trusted: fix the policy first (see `toolgate policy check`)");
-            return Ok(ExitCode::from(1));
-        }
-    };
-    let file = layer.path.display().to_string();
-    let loosens: Vec<_> = untrusted
-        .ignored
-        .iter()
-        .filter(|i| i.file == file)
-        .collect();
-    let grants = project_grants(&ws, false);
-    let unsigned = grants.unsigned_keys().unwrap_or_default();
-    let plugins = plugin_store(&ws, false);
-    let unsigned_plugins = plugins.unsigned();
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "workspace  {}", ws.root().display())?;
-    match &layer.sha256 {
-        Some(h) => writeln!(
-            out,
-            "policy     {file}
-  sha256   {h}"
-        )?,
-        None => writeln!(out, "policy     (none: {file} does not exist)")?,
-    }
-    if let Some(by) = &layer.trusted_by {
-        writeln!(out, "  already trusted ({by})")?;
-    } else if layer.changed_since_trust {
-        writeln!(out, "  CHANGED since you trusted it")?;
-    }
-    if loosens.is_empty() {
-        writeln!(out, "  loosens nothing (only stricter settings)")?;
-    } else {
-        writeln!(out, "  trusting it applies what is ignored now:")?;
-        for i in &loosens {
-            writeln!(out, "    {}  ({})", i.part, i.reason)?;
-        }
-    }
-    if !unsigned.is_empty() {
-        writeln!(
-            out,
-            "grants     {} entries not written by your toolgate:",
-            unsigned.len()
-        )?;
-        for k in &unsigned {
-            writeln!(out, "    {k}")?;
-        }
-    }
-    for r in &unsigned_plugins {
-        let list = |v: &[String]| {
-            if v.is_empty() {
-                "-".to_string()
-            } else {
-                v.join(", ")
-            }
-        };
-        writeln!(
-            out,
-            "plugin     {} {} (sha256 {}): read {}, write {}, network {}, env {}",
-            r.name,
-            r.version,
-            r.sha256,
-            list(&r.granted.fs_read),
-            list(&r.granted.fs_write),
-            list(&r.granted.http),
-            list(&r.granted.env)
-        )?;
-    }
-    out.flush()?;
-    drop(out);
-    let nothing = (layer.sha256.is_none() || layer.trusted_by.is_some())
-        && unsigned.is_empty()
-        && unsigned_plugins.is_empty();
-    if nothing {
-        println!("nothing to trust");
-        return Ok(ExitCode::SUCCESS);
-    }
-    if !yes {
-        if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-            eprintln!("toolgate: not trusted: confirm with --yes (no terminal to ask on)");
-            return Ok(ExitCode::from(2));
-        }
-        eprint!("Trust these files of this workspace? [y/N] ");
-        let mut answer = String::new();
-        std::io::stdin().read_line(&mut answer)?;
-        if !matches!(answer.trim(), "y" | "Y" | "yes") {
-            eprintln!("toolgate: not trusted");
-            return Ok(ExitCode::from(1));
-        }
-    }
-    // Record the hash of what was shown; a file changed meanwhile is not trusted.
-    if let (Some(shown), None) = (&layer.sha256, &layer.trusted_by) {
-        let now = Policy::workspace_layer(&sources).sha256;
-        if now.as_ref() != Some(shown) {
-            eprintln!("toolgate: not trusted: {file} changed while you were reviewing it; run `toolgate trust` again");
-            return Ok(ExitCode::from(1));
-        }
-        store.trust(ws.root(), shown).map_err(anyhow::Error::msg)?;
-        println!(
-            "trusted {file} (sha256 {shown}), recorded in {}",
-            store.path().display()
-        );
-    }
-    let n = grants.adopt_all().map_err(|p| anyhow::anyhow!("{p}"))?;
-    if n > 0 {
-        println!("signed {n} project grant(s) in {}", grants.path().display());
-    }
-    let n = plugins.adopt_all()?;
-    if n > 0 {
-        println!("signed {n} plugin record(s)");
-    }
-    Ok(ExitCode::SUCCESS)
 }
