@@ -3,6 +3,8 @@
 //! its own process group; a timeout kills the whole group; output is kept with exact totals
 //! and previewed head + tail, the full text saved under `.toolgate/outputs/`.
 
+mod start;
+
 use super::gitwatch::GitWatch;
 pub use super::prepare::{clean_path, lookup, prepare, Prepared};
 use super::process::kill_group;
@@ -12,9 +14,10 @@ use crate::workspace::OUTPUTS_DIR;
 use serde_json::json;
 use std::io::Read;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+
+use start::{start_in_process, start_with_spawner, Readers};
 
 /// Bytes of each stream kept in memory; beyond this only the totals grow.
 const KEEP_BYTES: usize = 32 << 20;
@@ -292,7 +295,7 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Str
         pids,
         confinement,
         git_watch,
-    } = prepare(host, approved)?;
+    } = super::prepare::prepare_spawned(host, approved)?;
     let shared: Arc<(Mutex<Progress>, Condvar)> = Arc::new(Default::default());
     {
         let mut p = shared.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -349,116 +352,6 @@ fn collect(readers: Readers, shared: &Arc<(Mutex<Progress>, Condvar)>) {
             }
         });
     }
-}
-
-type Readers = [Option<Box<dyn Read + Send>>; 2];
-
-/// Record the leader's end in `shared`.
-fn record_exit(shared: &Arc<(Mutex<Progress>, Condvar)>, code: Option<i32>, signal: Option<i32>) {
-    let (lock, cv) = &**shared;
-    let mut p = lock.lock().unwrap_or_else(|p| p.into_inner());
-    p.status = Some((code, signal));
-    p.ended = Some(Instant::now());
-    cv.notify_all();
-}
-
-/// Start through the spawner; `Ok(None)` when there is none (fork from the host instead).
-fn start_with_spawner(
-    host: &ExecHost,
-    request: &super::spawner::Request,
-    pids: Option<&confine::PidsCgroup>,
-    net: Option<&rustix::fd::OwnedFd>,
-    shared: &Arc<(Mutex<Progress>, Condvar)>,
-) -> Result<Option<(i32, Readers)>, String> {
-    #[cfg(target_os = "linux")]
-    {
-        use super::spawner::StartError;
-        let (out_r, out_w) =
-            std::io::pipe().map_err(|e| format!("creating the output pipe: {e}"))?;
-        let (err_r, err_w) =
-            std::io::pipe().map_err(|e| format!("creating the output pipe: {e}"))?;
-        let mut fds: Vec<rustix::fd::OwnedFd> = vec![out_w.into(), err_w.into()];
-        if let Some(p) = pids {
-            fds.push(p.procs_fd()?);
-        }
-        if let Some(ns) = net {
-            fds.push(
-                ns.try_clone()
-                    .map_err(|e| format!("passing the network namespace: {e}"))?,
-            );
-        }
-        // When the spawner dies, the status of what it started is unknown (`None, None`):
-        // the group is killed at once, since nobody can reap it or see it end any more.
-        let leader = Arc::new(std::sync::atomic::AtomicI32::new(0));
-        let on_exit = {
-            let shared = shared.clone();
-            let leader = leader.clone();
-            Box::new(move |code: Option<i32>, signal: Option<i32>| {
-                let pgid = leader.load(std::sync::atomic::Ordering::Acquire);
-                if code.is_none() && signal.is_none() && pgid > 0 {
-                    kill_group(pgid);
-                }
-                record_exit(&shared, code, signal)
-            })
-        };
-        match host.spawner.start(request.clone(), fds, on_exit) {
-            Ok(pid) => Ok(Some((
-                {
-                    leader.store(pid, std::sync::atomic::Ordering::Release);
-                    pid
-                },
-                [
-                    Some(Box::new(out_r) as Box<dyn Read + Send>),
-                    Some(Box::new(err_r) as Box<dyn Read + Send>),
-                ],
-            ))),
-            Err(StartError::Unavailable(_)) => Ok(None),
-            Err(StartError::Failed(e)) => Err(e),
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = (host, request, pids, net, shared);
-        Ok(None)
-    }
-}
-
-/// Fork the command from the host (no spawner), with the same confinement.
-fn start_in_process(
-    request: &super::spawner::Request,
-    pids: Option<&confine::PidsCgroup>,
-    net: Option<&rustix::fd::OwnedFd>,
-    shared: &Arc<(Mutex<Progress>, Condvar)>,
-) -> Result<(i32, Readers), String> {
-    let mut cmd = request.command();
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    #[cfg(target_os = "linux")]
-    request.confine(
-        &mut cmd,
-        pids.map(confine::PidsCgroup::procs_fd).transpose()?,
-        net.map(rustix::fd::OwnedFd::try_clone)
-            .transpose()
-            .map_err(|e| format!("passing the network namespace: {e}"))?,
-    )?;
-    #[cfg(not(target_os = "linux"))]
-    let _ = (pids, net);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("could not start the command: {e}"))?;
-    let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
-    let readers: Readers = [
-        child.stdout.take().map(|s| Box::new(s) as _),
-        child.stderr.take().map(|s| Box::new(s) as _),
-    ];
-    let shared = shared.clone();
-    std::thread::spawn(move || {
-        use std::os::unix::process::ExitStatusExt;
-        match child.wait() {
-            Ok(s) => record_exit(&shared, s.code(), s.signal()),
-            Err(_) => record_exit(&shared, None, None),
-        }
-    });
-    Ok((pid, readers))
 }
 
 /// Run the approved command: wait for it, or hand it to the job table when it is a background
@@ -547,58 +440,5 @@ fn decorate(outcome: &mut Outcome, approved: &ApprovedCommand) {
 
 #[cfg(all(test, target_os = "linux"))]
 #[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-    use crate::exec::{ExecConfig, ExecHost};
-
-    /// Without a spawner (none found, or disabled) a command is forked from the host with the
-    /// same confinement: it runs, its output is collected, and it cannot write outside the
-    /// workspace.
-    #[test]
-    fn the_fallback_without_a_spawner_is_confined_too() {
-        let ws = tempfile::tempdir().unwrap();
-        let root = ws.path().canonicalize().unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        let escaped = outside.path().join("escaped");
-        let mut host = ExecHost::new(
-            root.clone(),
-            ExecConfig {
-                output_budget: 10_000,
-                max_processes: 64,
-                ..ExecConfig::default()
-            },
-        );
-        host.spawner = crate::exec::spawner::Spawner::disabled();
-        let text = format!(
-            "echo inside > in.txt; echo out > {} 2>/dev/null; echo done",
-            escaped.display()
-        );
-        let approved = ApprovedCommand {
-            text: text.clone(),
-            plan: Plan::Bash(text),
-            key: "shell:test".into(),
-            class: "normal",
-            cwd: root.clone(),
-            timeout: Duration::from_secs(30),
-            auto_background: Duration::from_secs(30),
-            background: false,
-            net: None,
-        };
-        let process = spawn(&host, &approved).unwrap();
-        assert!(!process.via_spawner);
-        assert!(process.wait_until(Instant::now() + Duration::from_secs(20)));
-        let (outcome, _) = process.outcome((0, 0), 10_000, &root, "fallback");
-        assert_eq!(outcome.data["spawner"], false);
-        assert!(outcome.stdout.preview.contains("done"), "{outcome:?}");
-        assert_eq!(
-            std::fs::read_to_string(root.join("in.txt")).unwrap(),
-            "inside\n"
-        );
-        if crate::exec::confine::available(false).landlock {
-            assert!(
-                !escaped.exists(),
-                "the fallback wrote outside the workspace"
-            );
-        }
-    }
-}
+#[path = "run_tests.rs"]
+mod tests;

@@ -1,0 +1,120 @@
+//! Starting a command: through the gate's spawner when one runs, else forked from the host
+//! with the same confinement; either way the leader's end is recorded for [`super::Process`].
+
+use super::Progress;
+use crate::exec::confine;
+use crate::exec::ExecHost;
+use std::io::Read;
+use std::process::Stdio;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
+
+pub(super) type Readers = [Option<Box<dyn Read + Send>>; 2];
+
+/// Record the leader's end in `shared`.
+fn record_exit(shared: &Arc<(Mutex<Progress>, Condvar)>, code: Option<i32>, signal: Option<i32>) {
+    let (lock, cv) = &**shared;
+    let mut p = lock.lock().unwrap_or_else(|p| p.into_inner());
+    p.status = Some((code, signal));
+    p.ended = Some(Instant::now());
+    cv.notify_all();
+}
+
+/// Start through the spawner; `Ok(None)` when there is none (fork from the host instead).
+pub(super) fn start_with_spawner(
+    host: &ExecHost,
+    request: &crate::exec::spawner::Request,
+    pids: Option<&confine::PidsCgroup>,
+    net: Option<&rustix::fd::OwnedFd>,
+    shared: &Arc<(Mutex<Progress>, Condvar)>,
+) -> Result<Option<(i32, Readers)>, String> {
+    #[cfg(target_os = "linux")]
+    {
+        use crate::exec::spawner::StartError;
+        let (out_r, out_w) =
+            std::io::pipe().map_err(|e| format!("creating the output pipe: {e}"))?;
+        let (err_r, err_w) =
+            std::io::pipe().map_err(|e| format!("creating the output pipe: {e}"))?;
+        let mut fds: Vec<rustix::fd::OwnedFd> = vec![out_w.into(), err_w.into()];
+        if let Some(p) = pids {
+            fds.push(p.procs_fd()?);
+        }
+        if let Some(ns) = net {
+            fds.push(
+                ns.try_clone()
+                    .map_err(|e| format!("passing the network namespace: {e}"))?,
+            );
+        }
+        // When the spawner dies, the status of what it started is unknown (`None, None`):
+        // the group is killed at once, since nobody can reap it or see it end any more.
+        let leader = Arc::new(std::sync::atomic::AtomicI32::new(0));
+        let on_exit = {
+            let shared = shared.clone();
+            let leader = leader.clone();
+            Box::new(move |code: Option<i32>, signal: Option<i32>| {
+                let pgid = leader.load(std::sync::atomic::Ordering::Acquire);
+                if code.is_none() && signal.is_none() && pgid > 0 {
+                    crate::exec::process::kill_group(pgid);
+                }
+                record_exit(&shared, code, signal)
+            })
+        };
+        match host.spawner.start(request.clone(), fds, on_exit) {
+            Ok(pid) => Ok(Some((
+                {
+                    leader.store(pid, std::sync::atomic::Ordering::Release);
+                    pid
+                },
+                [
+                    Some(Box::new(out_r) as Box<dyn Read + Send>),
+                    Some(Box::new(err_r) as Box<dyn Read + Send>),
+                ],
+            ))),
+            Err(StartError::Unavailable(_)) => Ok(None),
+            Err(StartError::Failed(e)) => Err(e),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (host, request, pids, net, shared);
+        Ok(None)
+    }
+}
+
+/// Fork the command from the host (no spawner), with the same confinement.
+pub(super) fn start_in_process(
+    request: &crate::exec::spawner::Request,
+    pids: Option<&confine::PidsCgroup>,
+    net: Option<&rustix::fd::OwnedFd>,
+    shared: &Arc<(Mutex<Progress>, Condvar)>,
+) -> Result<(i32, Readers), String> {
+    let mut cmd = request.command();
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    #[cfg(target_os = "linux")]
+    request.confine(
+        &mut cmd,
+        pids.map(confine::PidsCgroup::procs_fd).transpose()?,
+        net.map(rustix::fd::OwnedFd::try_clone)
+            .transpose()
+            .map_err(|e| format!("passing the network namespace: {e}"))?,
+    )?;
+    #[cfg(not(target_os = "linux"))]
+    let _ = (pids, net);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("could not start the command: {e}"))?;
+    let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
+    let readers: Readers = [
+        child.stdout.take().map(|s| Box::new(s) as _),
+        child.stderr.take().map(|s| Box::new(s) as _),
+    ];
+    let shared = shared.clone();
+    std::thread::spawn(move || {
+        use std::os::unix::process::ExitStatusExt;
+        match child.wait() {
+            Ok(s) => record_exit(&shared, s.code(), s.signal()),
+            Err(_) => record_exit(&shared, None, None),
+        }
+    });
+    Ok((pid, readers))
+}
