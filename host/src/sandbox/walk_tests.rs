@@ -2,8 +2,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use super::ignores::IGNORE_CHUNK;
+use super::listing::{open_root, read_children, Kind};
 use super::*;
-use crate::workspace::Workspace;
+use crate::workspace::{Workspace, GUEST_ROOT};
+use ignore::gitignore::GitignoreBuilder;
+use rustix::fd::AsFd as _;
+use std::path::{Path, PathBuf};
 
 fn opts() -> w::Options {
     w::Options {
@@ -349,7 +354,7 @@ fn a_long_ignore_file_matches_as_one() {
 }
 
 /// How much host memory compiled patterns take per byte of their text (printed; run with
-/// `--ignored --nocapture`): the basis of [`IGNORE_MEMORY_PER_BYTE`].
+/// `--ignored --nocapture`): the basis of `IGNORE_MEMORY_PER_BYTE` in `walk/ignores.rs`.
 #[cfg(target_os = "linux")]
 #[test]
 #[ignore = "a measurement, not a check"]

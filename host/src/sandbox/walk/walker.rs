@@ -1,0 +1,406 @@
+//! The walk itself: a [`Walker`] goes down from the start one listed directory at a time,
+//! depth first, applying the default ignores, the caller's globs, the deny-list and ignore files.
+
+use super::ignores::{Budget, IgnoreAt, Matcher};
+use super::listing::{fstat_dev, open_listed_dir, open_root, read_children, Child, DirFd, Kind};
+use super::start::Start;
+use super::{WalkScope, DEFAULT_IGNORES};
+use crate::workspace::Access;
+use ignore::Match;
+use rustix::fd::AsFd as _;
+use rustix::fs::{AtFlags, Mode, OFlags};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// One directory being listed.
+struct Dir {
+    fd: DirFd,
+    /// Its filesystem (an opened child on another one is a mount point, not a swap).
+    dev: u64,
+    host: PathBuf,
+    /// Path relative to the start (`""` for the start).
+    sub: String,
+    /// Real workspace-relative path (for the deny-list).
+    real_rel: Option<String>,
+    depth: u32,
+    children: Vec<Child>,
+    next: usize,
+    ignore: Matcher,
+    gitignore: Matcher,
+    /// Whether this directory lies on the resume point's path (its children up to the
+    /// resume point were returned already).
+    on_resume: bool,
+}
+
+/// One entry a [`Walker`] found.
+pub(crate) struct Found {
+    /// Path relative to the start, `/`-separated.
+    pub(crate) sub: String,
+    /// The directory it was listed in (open it with `openat` on this, never by path).
+    pub(crate) dir: DirFd,
+    /// Its name in `dir`.
+    pub(crate) name: String,
+    /// The inode the listing gave: an open of `name` must find this one.
+    pub(crate) ino: u64,
+    /// The filesystem of `dir`.
+    pub(crate) dev: u64,
+    pub(crate) is_dir: bool,
+    /// Level below the start (the start's own entries are 1).
+    pub(crate) depth: u32,
+    /// Modification time when asked for (`with_mtime`) and the entry is not a directory.
+    pub(crate) mtime_ns: Option<u64>,
+}
+
+/// How a [`Walker`] walks (the WIT `options` without the paging).
+#[derive(Default, Clone)]
+pub(crate) struct WalkOptions {
+    pub(crate) max_depth: Option<u32>,
+    pub(crate) ignore: Vec<String>,
+    pub(crate) no_ignore_files: bool,
+    pub(crate) with_mtime: bool,
+    /// Entries up to and including this path (relative to the start) are not returned.
+    pub(crate) resume: Option<String>,
+}
+
+/// A walk in progress, one entry at a time (depth first, names in byte order).
+pub(crate) struct Walker {
+    scope: WalkScope,
+    start: Start,
+    extra: Option<globset::GlobSet>,
+    resume: Vec<String>,
+    options: WalkOptions,
+    /// Ignore matchers of the start's parents inside a preopen, outermost first.
+    parents: Vec<(Matcher, Matcher)>,
+    stack: Vec<Dir>,
+    /// Directories and ignore files that could not be read so far (and names that no longer
+    /// were what the listing named when opened).
+    pub(crate) errors: u32,
+    budget: Budget,
+    real_buf: String,
+    listing_buf: Vec<std::mem::MaybeUninit<u8>>,
+    visited: usize,
+}
+
+impl Walker {
+    /// Start walking below `start` (a guest path), or say why it cannot be walked.
+    #[cfg(test)]
+    pub(crate) fn new(scope: WalkScope, start: &str, options: WalkOptions) -> Result<Self, String> {
+        Self::new_cancellable(scope, start, options, None)
+    }
+
+    /// [`Walker::new`], stopping the ignore files' compilation when `cancel` is set.
+    #[allow(clippy::unnecessary_cast)]
+    pub(crate) fn new_cancellable(
+        scope: WalkScope,
+        start: &str,
+        options: WalkOptions,
+        cancel: Option<&std::sync::atomic::AtomicBool>,
+    ) -> Result<Self, String> {
+        let start = scope.resolve(start)?;
+        let extra = toolgate_walk_rules::extra_globs(&options.ignore);
+        let resume: Vec<String> = options
+            .resume
+            .as_deref()
+            .map(|r| {
+                r.split('/')
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut errors = 0u32;
+        let mut budget = Budget::new(&scope);
+        let use_ignore_files = !options.no_ignore_files;
+        let cannot = |e: std::io::Error| {
+            format!(
+                "{} could not be listed: {e}",
+                display_rel(&start.lexical_rel)
+            )
+        };
+        // Down from the outermost preopen's root to the start, one component at a time and
+        // never through a symlink, reading the parents' ignore files on the way.
+        let mut fd = open_root(&start.top).map_err(cannot)?;
+        let mut host = start.top.clone();
+        let mut parents: Vec<(Matcher, Matcher)> = Vec::new();
+        let below: Vec<String> = start
+            .host
+            .strip_prefix(&start.top)
+            .unwrap_or(Path::new(""))
+            .components()
+            .filter_map(|c| c.as_os_str().to_str().map(str::to_string))
+            .collect();
+        for part in &below {
+            if use_ignore_files {
+                let real = scope.real_rel_of(&host);
+                let dev = fstat_dev(&fd);
+                let mut read = |name: &str| {
+                    scope.ignore_file(
+                        IgnoreAt {
+                            dir: fd.as_fd(),
+                            dev,
+                            host: &host,
+                            real_rel: real.as_deref(),
+                            name,
+                            ino: None,
+                        },
+                        &mut errors,
+                        &mut budget,
+                        cancel,
+                    )
+                };
+                parents.push((read(".ignore"), read(".gitignore")));
+            }
+            fd = rustix::fs::openat(
+                &fd,
+                part.as_str(),
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| cannot(e.into()))?;
+            host.push(part);
+        }
+        let stat = rustix::fs::fstat(&fd).map_err(|e| cannot(e.into()))?;
+        let dev = stat.st_dev as u64;
+        let mut listing_buf = Vec::new();
+        let children = read_children(fd.as_fd(), &mut listing_buf, &mut errors).map_err(cannot)?;
+        let fd: DirFd = Arc::new(fd);
+        let (ignore, gitignore) = if use_ignore_files {
+            scope.ignore_files(
+                &fd,
+                dev,
+                &start.host,
+                start.real_rel.as_deref(),
+                &children,
+                &mut errors,
+                &mut budget,
+                cancel,
+            )
+        } else {
+            (Matcher::default(), Matcher::default())
+        };
+        let stack = vec![Dir {
+            fd,
+            dev,
+            ignore,
+            gitignore,
+            host: start.host.clone(),
+            sub: String::new(),
+            real_rel: start.real_rel.clone(),
+            depth: 0,
+            children,
+            next: 0,
+            on_resume: !resume.is_empty(),
+        }];
+        Ok(Walker {
+            scope,
+            start,
+            extra,
+            resume,
+            options,
+            parents,
+            stack,
+            errors,
+            budget,
+            real_buf: String::new(),
+            listing_buf,
+            visited: 0,
+        })
+    }
+
+    /// Whether entries are left after the last one returned.
+    pub(crate) fn more(&self) -> bool {
+        self.stack.iter().any(|d| d.next < d.children.len())
+    }
+
+    /// The next entry, `None` at the end; an error when `cancel` was set.
+    #[allow(clippy::unnecessary_cast)]
+    pub(crate) fn next(
+        &mut self,
+        cancel: Option<&std::sync::atomic::AtomicBool>,
+    ) -> Result<Option<Found>, String> {
+        let use_ignore_files = !self.options.no_ignore_files;
+        while let Some(top) = self.stack.last_mut() {
+            let Some(Child { name, kind, ino }) = top.children.get(top.next).cloned() else {
+                self.stack.pop();
+                continue;
+            };
+            top.next += 1;
+            let top = &*top;
+            let depth = top.depth + 1;
+            self.visited += 1;
+            if self.visited.is_multiple_of(1024)
+                && cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+            {
+                return Err("the call was cancelled".to_string());
+            }
+            // Where the entry stands relative to the resume point.
+            let mut emit = true;
+            let mut child_on_resume = false;
+            if top.on_resume {
+                let i = top.depth as usize;
+                match self.resume.get(i).map(|r| name.as_str().cmp(r)) {
+                    Some(std::cmp::Ordering::Less) => continue,
+                    Some(std::cmp::Ordering::Equal) => {
+                        emit = false;
+                        child_on_resume = i + 1 < self.resume.len();
+                    }
+                    _ => {}
+                }
+            }
+            let is_dir = kind == Kind::Dir;
+            if let Some(max) = self.options.max_depth {
+                if depth > max {
+                    continue;
+                }
+            }
+            if is_dir && DEFAULT_IGNORES.contains(&name.as_str()) {
+                continue;
+            }
+            let host = top.host.join(&name);
+            let sub = join_rel(&top.sub, &name);
+            if let Some(set) = &self.extra {
+                let lexical = join_rel(&self.start.lexical_rel, &sub);
+                if set.is_match(&name) || set.is_match(&lexical) {
+                    continue;
+                }
+            }
+            let real_rel = match (&self.scope.deny, &top.real_rel) {
+                (Some(deny), Some(parent)) => {
+                    self.real_buf.clear();
+                    self.real_buf.push_str(parent);
+                    if !self.real_buf.is_empty() {
+                        self.real_buf.push('/');
+                    }
+                    self.real_buf.push_str(&name);
+                    if deny.denied(&self.real_buf, parent.len(), Access::Read) {
+                        continue;
+                    }
+                    Some(self.real_buf.clone())
+                }
+                _ => None,
+            };
+            let (parent, parent_dev) = (top.fd.clone(), top.dev);
+            if use_ignore_files && ignored(&self.stack, &self.parents, &host, is_dir) {
+                continue;
+            }
+            let descend = is_dir && self.options.max_depth.is_none_or(|max| depth < max);
+            let mut found = None;
+            if emit {
+                let mtime_ns = if self.options.with_mtime && !is_dir {
+                    rustix::fs::statat(&*parent, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
+                        .ok()
+                        .and_then(|s| {
+                            let secs = u64::try_from(s.st_mtime).ok()?;
+                            let nanos = s.st_mtime_nsec as u64;
+                            secs.checked_mul(1_000_000_000)?.checked_add(nanos)
+                        })
+                } else {
+                    None
+                };
+                found = Some(Found {
+                    sub: sub.clone(),
+                    dir: parent.clone(),
+                    name: name.clone(),
+                    ino,
+                    dev: parent_dev,
+                    is_dir,
+                    depth,
+                    mtime_ns,
+                });
+            }
+            if descend {
+                // Entered through the listed directory's descriptor, and only when the name
+                // still is the directory the listing named.
+                let listing_buf = &mut self.listing_buf;
+                let errors = &mut self.errors;
+                let opened = open_listed_dir(parent.as_fd(), &name, ino, parent_dev).and_then(
+                    |(fd, dev)| {
+                        let children = read_children(fd.as_fd(), listing_buf, errors)?;
+                        Ok((fd, dev, children))
+                    },
+                );
+                match opened {
+                    Ok((fd, dev, children)) => {
+                        let fd: DirFd = Arc::new(fd);
+                        let (ignore, gitignore) = if use_ignore_files {
+                            self.scope.ignore_files(
+                                &fd,
+                                dev,
+                                &host,
+                                real_rel.as_deref(),
+                                &children,
+                                &mut self.errors,
+                                &mut self.budget,
+                                cancel,
+                            )
+                        } else {
+                            (Matcher::default(), Matcher::default())
+                        };
+                        self.stack.push(Dir {
+                            fd,
+                            dev,
+                            host,
+                            sub,
+                            real_rel,
+                            depth,
+                            children,
+                            next: 0,
+                            ignore,
+                            gitignore,
+                            on_resume: child_on_resume,
+                        });
+                    }
+                    Err(_) => self.errors += 1,
+                }
+            }
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Whether the ignore files of the walked directories and the start's parents skip `path`:
+/// the closest `.ignore` that has an opinion decides, else the closest `.gitignore`.
+fn ignored(stack: &[Dir], parents: &[(Matcher, Matcher)], path: &Path, is_dir: bool) -> bool {
+    let levels = || {
+        stack
+            .iter()
+            .rev()
+            .map(|d| (&d.ignore, &d.gitignore))
+            .chain(parents.iter().rev().map(|(i, g)| (i, g)))
+    };
+    for (ignore, _) in levels() {
+        match ignore.matched(path, is_dir) {
+            Match::None => {}
+            Match::Ignore(_) => return true,
+            Match::Whitelist(_) => return false,
+        }
+    }
+    for (_, gitignore) in levels() {
+        match gitignore.matched(path, is_dir) {
+            Match::None => {}
+            Match::Ignore(_) => return true,
+            Match::Whitelist(_) => return false,
+        }
+    }
+    false
+}
+
+fn join_rel(base: &str, name: &str) -> String {
+    if base.is_empty() {
+        name.to_string()
+    } else {
+        format!("{base}/{name}")
+    }
+}
+
+fn display_rel(rel: &str) -> &str {
+    if rel.is_empty() {
+        "."
+    } else {
+        rel
+    }
+}
