@@ -22,6 +22,10 @@
 
 use super::PluginGrant;
 
+/// The host exec capability's interface: a component that imports it is session-capped (see
+/// `crate::tools::Ceiling`), and a plugin that imports it is refused.
+pub const EXEC_INTERFACE_PREFIX: &str = "toolgate:host/exec";
+
 /// Interfaces any plugin may import; see the module documentation for what each can do
 /// without a grant.
 pub const ACCEPTED: &[&str] = &[
@@ -61,7 +65,7 @@ pub fn check_imports(imports: &[String], grant: &PluginGrant) -> std::result::Re
             ));
             continue;
         }
-        if import.starts_with(crate::tools::registry::EXEC_INTERFACE_PREFIX) {
+        if import.starts_with(EXEC_INTERFACE_PREFIX) {
             problems.push(format!(
                 "it imports `{import}`: plugins cannot run host processes in this version of toolgate"
             ));

@@ -13,6 +13,10 @@
 //!   HTTP to hosts on both lists (through the host, see [`crate::sandbox::net`]), the named
 //!   environment variables, limits capped by the policy. Plugin tools are never
 //!   "no-permission" tools: every call walks the ladder, keyed `plugin__NAME[:target]`.
+//!
+//! The install and load steps that end in a registry entry (compiling the component and reading
+//! its self-description: [`PluginStore::prepare`], [`PluginStore::load_all`]) are written beside
+//! the registry, in [`crate::tools::plugin_load`]; this module keeps the records and grants.
 
 pub mod imports;
 pub mod manifest;
@@ -20,7 +24,7 @@ pub mod oci;
 
 use crate::error::{Error, Result};
 use crate::sandbox::net::HostPattern;
-use crate::sandbox::{Limits, Loaded, Sandbox};
+use crate::sandbox::Limits;
 pub use imports::check_imports;
 pub use manifest::{CapabilitySet, Manifest, PluginLimits};
 use serde::{Deserialize, Serialize};
@@ -160,22 +164,6 @@ pub struct PluginStore {
     trust_all: bool,
 }
 
-/// A component checked and ready to be written by [`PendingInstall::commit`].
-pub struct PendingInstall {
-    /// The record that will be written.
-    pub record: Record,
-    /// What the component imports.
-    pub imports: Vec<String>,
-    /// Its self-description.
-    pub tool: crate::tools::ToolInfo,
-    /// Whether a plugin of this name is installed already (and will be replaced).
-    pub replaces: Option<Record>,
-    bytes: Vec<u8>,
-    dir: PathBuf,
-    /// Why the manifest has no digest, if it has none: shown to the user.
-    pub unsigned: bool,
-}
-
 impl PluginStore {
     /// The store of the workspace whose state directory is `state_dir` (`.toolgate/`).
     /// Without a key nothing verifies: every installed plugin is refused. Use
@@ -215,7 +203,8 @@ impl PluginStore {
         ]
     }
 
-    fn verified(&self, r: &Record) -> bool {
+    /// Whether this user's toolgate signed `r` (for this workspace, name, digest and request).
+    pub(crate) fn verified(&self, r: &Record) -> bool {
         let parts = self.signed_parts(r);
         let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
         match (&self.keyring, &r.signature) {
@@ -224,7 +213,8 @@ impl PluginStore {
         }
     }
 
-    fn sign(&self, r: &mut Record) -> Result<()> {
+    /// Sign `r` with this user's key (nothing without a key).
+    pub(crate) fn sign(&self, r: &mut Record) -> Result<()> {
         let Some(k) = &self.keyring else {
             return Ok(());
         };
@@ -278,82 +268,9 @@ impl PluginStore {
         &self.dir
     }
 
-    /// Check a component and its manifest without writing anything. The user is shown the
-    /// result and then [`PendingInstall::commit`] writes it.
-    pub async fn prepare(
-        &self,
-        sandbox: &Sandbox,
-        limits: &Limits,
-        component: &Path,
-        manifest: &Path,
-    ) -> Result<PendingInstall> {
-        let text = std::fs::read_to_string(manifest).map_err(|e| Error::io(manifest, e))?;
-        let bytes = std::fs::read(component).map_err(|e| Error::io(component, e))?;
-        let source = std::fs::canonicalize(component).unwrap_or_else(|_| component.to_path_buf());
-        let (label, origin) = (
-            component.display().to_string(),
-            manifest.display().to_string(),
-        );
-        let source = source.display().to_string();
-        self.prepare_bytes(sandbox, limits, (&label, &origin, &source), &text, bytes)
-            .await
-    }
-
-    /// [`PluginStore::prepare`] for a component and manifest already in memory (pulled from a
-    /// registry): `names` is (the component's label, the manifest's, the recorded source).
-    pub async fn prepare_bytes(
-        &self,
-        sandbox: &Sandbox,
-        limits: &Limits,
-        (label, origin, source): (&str, &str, &str),
-        text: &str,
-        bytes: Vec<u8>,
-    ) -> Result<PendingInstall> {
-        let m = Manifest::parse(origin, text).map_err(|message| Error::Plugin {
-            name: label.to_string(),
-            message,
-        })?;
-        let digest = sha256_hex(&bytes);
-        if let Some(expected) = &m.sha256 {
-            if !expected.eq_ignore_ascii_case(&digest) {
-                return Err(Error::Plugin {
-                    name: m.name.clone(),
-                    message: format!(
-                        "{label} has sha256 {digest}, but the manifest says {expected}: this is not the component the manifest describes"
-                    ),
-                });
-            }
-        }
-        let record = Record {
-            name: m.name.clone(),
-            version: m.version.clone(),
-            description: m.description.clone(),
-            wit: m.wit.clone(),
-            sha256: digest,
-            source: source.to_string(),
-            granted: m.capabilities.clone(),
-            capabilities: m.capabilities.clone(),
-            limits: m.limits.clone(),
-            signature: None,
-        };
-        let mut record = record;
-        self.sign(&mut record)?;
-        let (loaded, tool) = load_checked(sandbox, limits, &record, &bytes).await?;
-        let dir = self.dir.join(&record.name);
-        let replaces = if dir.join(RECORD_FILE).exists() {
-            read_record(&dir.join(RECORD_FILE)).ok()
-        } else {
-            None
-        };
-        Ok(PendingInstall {
-            imports: loaded.imports.clone(),
-            tool: tool.info,
-            unsigned: m.sha256.is_none(),
-            record,
-            replaces,
-            bytes,
-            dir,
-        })
+    /// Whether unsigned records load too (`--trust-workspace`).
+    pub(crate) fn trust_all(&self) -> bool {
+        self.trust_all
     }
 
     /// Every installed plugin's record (or why it cannot be read), by name.
@@ -387,97 +304,9 @@ impl PluginStore {
         std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         Ok(true)
     }
-
-    /// Load every installed plugin: the ones that pass every check, and the refused ones with
-    /// the reason.
-    pub async fn load_all(
-        &self,
-        sandbox: &Sandbox,
-        limits: &Limits,
-    ) -> (
-        Vec<crate::tools::registry::RegisteredTool>,
-        Vec<(String, String)>,
-    ) {
-        let mut ok = Vec::new();
-        let mut refused = Vec::new();
-        for (dir_name, record) in self.list() {
-            let served = tool_name(&dir_name);
-            let record = match record {
-                Ok(r) if r.name == dir_name => r,
-                Ok(r) => {
-                    refused.push((
-                        served,
-                        format!(
-                            "its record calls it `{}` but it is installed as `{dir_name}`; reinstall it with `toolgate plugin add`",
-                            r.name
-                        ),
-                    ));
-                    continue;
-                }
-                Err(why) => {
-                    refused.push((served, why));
-                    continue;
-                }
-            };
-            if !self.trust_all && !self.verified(&record) {
-                refused.push((
-                    served,
-                    format!("{UNSIGNED_RECORD}; review it with `toolgate plugin list` and adopt it with `toolgate trust`, or reinstall it with `toolgate plugin add`"),
-                ));
-                continue;
-            }
-            let file = self.dir.join(&dir_name).join(COMPONENT_FILE);
-            let bytes = match std::fs::read(&file) {
-                Ok(b) => b,
-                Err(e) => {
-                    refused.push((
-                        served,
-                        format!(
-                            "{}: {e}; reinstall it with `toolgate plugin add`",
-                            file.display()
-                        ),
-                    ));
-                    continue;
-                }
-            };
-            let digest = sha256_hex(&bytes);
-            if digest != record.sha256 {
-                refused.push((
-                    served,
-                    format!(
-                        "{} has sha256 {digest} but {} was recorded at install: the component changed since it was installed and is refused; reinstall it with `toolgate plugin add` if the change is yours",
-                        file.display(),
-                        record.sha256
-                    ),
-                ));
-                continue;
-            }
-            match load_checked(sandbox, limits, &record, &bytes).await {
-                Ok((_, tool)) => ok.push(tool),
-                Err(e) => refused.push((served, e.to_string())),
-            }
-        }
-        (ok, refused)
-    }
 }
-
-impl PendingInstall {
-    /// Write the component and its record (each atomically).
-    pub fn commit(self) -> Result<Record> {
-        crate::workspace::layout::ensure_state_dir(&self.dir).map_err(|e| Error::Plugin {
-            name: self.record.name.clone(),
-            message: crate::fsutil::plain_error(&e),
-        })?;
-        let component = self.dir.join(COMPONENT_FILE);
-        crate::fsutil::write_atomic(&component, &self.bytes)
-            .map_err(|e| Error::io(&component, e))?;
-        write_record(&self.dir, &self.record)?;
-        Ok(self.record)
-    }
-}
-
 /// Write `record` into the plugin directory `dir` atomically.
-fn write_record(dir: &Path, record: &Record) -> Result<()> {
+pub(crate) fn write_record(dir: &Path, record: &Record) -> Result<()> {
     {
         let body = toml::to_string_pretty(record).map_err(|e| Error::Plugin {
             name: record.name.clone(),
@@ -495,7 +324,8 @@ fn write_record(dir: &Path, record: &Record) -> Result<()> {
     }
 }
 
-fn read_record(path: &Path) -> std::result::Result<Record, String> {
+/// Read and check the record at `path`; the error says how to fix it.
+pub(crate) fn read_record(path: &Path) -> std::result::Result<Record, String> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         format!(
             "{}: {e}; reinstall it with `toolgate plugin add` or remove it",
@@ -531,30 +361,4 @@ fn read_record(path: &Path) -> std::result::Result<Record, String> {
         ));
     }
     Ok(record)
-}
-
-/// Compile, check the imports against the effective grant, and read the self-description.
-async fn load_checked(
-    sandbox: &Sandbox,
-    limits: &Limits,
-    record: &Record,
-    bytes: &[u8],
-) -> Result<(Loaded, crate::tools::registry::RegisteredTool)> {
-    let grant = PluginGrant::effective(record)?;
-    let loaded = sandbox
-        .load(&tool_name(&record.name), bytes)
-        .map_err(|e| Error::Plugin {
-            name: record.name.clone(),
-            message: match e {
-                Error::ComponentLoad { message, .. } => message,
-                other => other.to_string(),
-            },
-        })?;
-    check_imports(&loaded.imports, &grant).map_err(|message| Error::Plugin {
-        name: record.name.clone(),
-        message,
-    })?;
-    let tool =
-        crate::tools::registry::describe_plugin(sandbox, limits, loaded.clone(), grant).await?;
-    Ok((loaded, tool))
 }

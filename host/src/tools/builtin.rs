@@ -2,7 +2,7 @@
 //! (the gate's read record, the shell's exec keys, the job tools, fetch's and download's
 //! network checks) matches on a variant instead of comparing names.
 
-use super::registry::ToolInfo;
+use super::descriptor::ToolInfo;
 
 /// One built-in tool. The same set as the built-ins table (`builtins!` in `registry.rs`), in
 /// its order; a test fails when the two disagree.
