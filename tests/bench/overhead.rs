@@ -357,6 +357,24 @@ async fn shell_overhead() {
         through.push(t.elapsed());
         assert_eq!(o.status, Status::Ok, "{o:?}");
     }
+    // At an agent's pace (a call every 100 ms) instead of back to back: the kernel's
+    // per-burst costs (moving a process into a cgroup waits for an RCU grace period unless
+    // one is under way) show here, next to a plain spawn at the same pace.
+    const SPACED: usize = 30;
+    let mut plain_spaced = Vec::with_capacity(SPACED);
+    let mut spaced = Vec::with_capacity(SPACED);
+    for _ in 0..SPACED {
+        std::thread::sleep(Duration::from_millis(100));
+        let t = Instant::now();
+        let s = Command::new("/bin/true").status().expect("spawn true");
+        plain_spaced.push(t.elapsed());
+        assert!(s.success());
+        std::thread::sleep(Duration::from_millis(100));
+        let t = Instant::now();
+        let o = gate.call("bench", "shell", input.clone()).await;
+        spaced.push(t.elapsed());
+        assert_eq!(o.status, Status::Ok, "{o:?}");
+    }
     // The same call in a workspace of 10,000 files in 500 directories with 20 deny-listed
     // paths and a git repository: the view's masks and the cached plan.
     let big = tempfile::tempdir().expect("tempdir");
@@ -399,6 +417,8 @@ async fn shell_overhead() {
     let (p, p99) = p50_of(plain);
     let (cf, cf99) = p50_of(confined);
     let (g, g99) = p50_of(through);
+    let (ps, ps99) = p50_of(plain_spaced);
+    let (gs, gs99) = p50_of(spaced);
     println!(
         "\nshell overhead (`true`, {N} runs; confinement: landlock={} scopes={} netns={} mountns={} view={} pidns={} caps_dropped={} seccomp={})",
         c.landlock, c.scopes, c.netns, c.mountns, c.view, c.pidns, c.caps_dropped, c.seccomp
@@ -418,6 +438,16 @@ async fn shell_overhead() {
         g,
         g99,
         g.saturating_sub(p)
+    );
+    println!(
+        "  plain spawn, spaced    p50 {:>8.2?}  p99 {:>8.2?}  (one every 100 ms, {SPACED} runs)",
+        ps, ps99
+    );
+    println!(
+        "  toolgate shell, spaced p50 {:>8.2?}  p99 {:>8.2?}  (+{:.2?} over plain spaced; empty workspace)",
+        gs,
+        gs99,
+        gs.saturating_sub(ps)
     );
     println!(
         "  toolgate shell call    p50 {:>8.2?}  p99 {:>8.2?}  (+{:.2?} over plain; 10k files, {masks} masks)",

@@ -129,10 +129,26 @@ impl PidsCgroup {
         self.limit
     }
 
-    /// `cgroup.procs`, for a child to write its pid into before it execs.
+    /// The cgroup's directory, handed to the process that starts the command: it starts the
+    /// command's first process inside the group (`clone3` with `CLONE_INTO_CGROUP`), or
+    /// writes a pid into the directory's `cgroup.procs` where the kernel cannot.
     #[cfg(target_os = "linux")]
     pub fn procs_fd(&self) -> Result<rustix::fd::OwnedFd, String> {
-        self.inner.procs_fd()
+        self.inner.dir_fd()
+    }
+
+    /// Move the process `pid` (all its threads) into the group. The kernel waits for an RCU
+    /// grace period first unless one is under way (up to ~10 ms).
+    pub fn join(&self, pid: u32) -> Result<(), String> {
+        #[cfg(target_os = "linux")]
+        {
+            self.inner.join(pid)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = pid;
+            Err("no pids cgroups here".into())
+        }
     }
 
     /// Kill every process still in the group (whatever it did to its process group or
@@ -730,7 +746,7 @@ pub fn build_view(dirs: &CallDirs, inputs: &ViewInputs<'_>) -> Result<ViewSpec, 
 }
 
 /// Install exactly `want` on `cmd` (the spawner and the host's fallback both apply what the
-/// host chose); `procs` is the pids cgroup's `cgroup.procs` for the child to join first.
+/// host chose); `procs` is the pids cgroup's directory, which the command starts inside.
 /// Without a view, `writable` are the places Landlock lets the command write.
 #[cfg(target_os = "linux")]
 pub fn apply(
@@ -842,14 +858,20 @@ mod linux {
             Some(cgroup)
         }
 
-        /// `cgroup.procs`, opened for the child to write its pid into.
-        pub(super) fn procs_fd(&self) -> Result<OwnedFd, String> {
+        /// The group's directory, opened for `CLONE_INTO_CGROUP` (and to reach its
+        /// `cgroup.procs`).
+        pub(super) fn dir_fd(&self) -> Result<OwnedFd, String> {
             rustix::fs::open(
-                self.dir.join("cgroup.procs"),
-                OFlags::WRONLY | OFlags::CLOEXEC,
+                &self.dir,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
                 Mode::empty(),
             )
             .map_err(|e| format!("opening the pids cgroup {}: {e}", self.dir.display()))
+        }
+
+        pub(super) fn join(&self, pid: u32) -> Result<(), String> {
+            std::fs::write(self.dir.join("cgroup.procs"), pid.to_string())
+                .map_err(|e| format!("joining the pids cgroup {}: {e}", self.dir.display()))
         }
 
         /// SIGKILL every process in the group: cgroup v2's `cgroup.kill` where there is one,
@@ -1479,6 +1501,69 @@ mod linux {
         }
     }
 
+    /// Write `pid` into `cgroup.procs` of the cgroup directory `dir` (no allocation: safe
+    /// after `fork`). The kernel waits for an RCU grace period on such a move when none is
+    /// under way (milliseconds), which is why `clone3` into the group is tried first.
+    fn join_cgroup(dir: BorrowedFd<'_>, pid: libc::pid_t) -> std::io::Result<()> {
+        let procs = rustix::fs::openat(
+            dir,
+            c"cgroup.procs",
+            OFlags::WRONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let mut buf = [0u8; 20];
+        rustix::io::write(&procs, decimal(pid, &mut buf))?;
+        Ok(())
+    }
+
+    /// `fork` by `clone3`, the child starting inside the cgroup `dir` (`CLONE_INTO_CGROUP`,
+    /// Linux 5.7 and cgroup v2). `Err` when the kernel refused: nothing was started.
+    fn fork_into_cgroup(dir: BorrowedFd<'_>) -> std::io::Result<libc::pid_t> {
+        /// `struct clone_args` up to `cgroup` (`CLONE_ARGS_SIZE_VER2`).
+        #[repr(C)]
+        struct CloneArgs {
+            flags: u64,
+            pidfd: u64,
+            child_tid: u64,
+            parent_tid: u64,
+            exit_signal: u64,
+            stack: u64,
+            stack_size: u64,
+            tls: u64,
+            set_tid: u64,
+            set_tid_size: u64,
+            cgroup: u64,
+        }
+        const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+        let args = CloneArgs {
+            flags: CLONE_INTO_CGROUP,
+            pidfd: 0,
+            child_tid: 0,
+            parent_tid: 0,
+            exit_signal: libc::SIGCHLD as u64,
+            stack: 0,
+            stack_size: 0,
+            tls: 0,
+            set_tid: 0,
+            set_tid_size: 0,
+            cgroup: dir.as_raw_fd() as u64,
+        };
+        // SAFETY: clone3 without CLONE_VM and without a stack behaves as fork; the child
+        // continues on a copy of this stack and makes only system calls.
+        #[allow(unsafe_code)]
+        let pid = unsafe {
+            libc::syscall(
+                libc::SYS_clone3,
+                &args as *const CloneArgs,
+                std::mem::size_of::<CloneArgs>(),
+            )
+        };
+        if pid < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(pid as libc::pid_t)
+    }
+
     /// A plain `fork` by system call: no `atfork` handlers (another thread of the spawner may
     /// have held the allocator's lock when this process was forked from it).
     fn raw_fork() -> std::io::Result<libc::pid_t> {
@@ -1498,13 +1583,14 @@ mod linux {
     /// forks) and then forks the command. Returns only in the command's process; the other two
     /// wait and mirror its end.
     ///
-    /// The pids cgroup is joined by the init, moved there by its parent while it builds the
-    /// view: a move into a cgroup waits for an RCU grace period in the kernel (~0.5 ms here),
-    /// so doing it beside the view's ~1 ms of mounts instead of before them takes it off the
-    /// command's start. The init forks the command only once the move is done, so the command
-    /// and everything it starts are counted.
+    /// The init starts inside the pids cgroup (`clone3` into `cgroup`, the group's
+    /// directory). Where the kernel cannot do that, its parent moves it there while it builds
+    /// the view: such a move waits for an RCU grace period in the kernel (0.5 to 10 ms here),
+    /// so doing it beside the view's mounts takes most of it off the command's start. Either
+    /// way the init forks the command only once it is in the group, so the command and
+    /// everything it starts are counted.
     fn split_for_pid_namespace(
-        procs: Option<BorrowedFd<'_>>,
+        cgroup: Option<BorrowedFd<'_>>,
         setup: &mut dyn FnMut() -> std::io::Result<()>,
     ) -> std::io::Result<()> {
         let pipe = || -> std::io::Result<[libc::c_int; 2]> {
@@ -1518,7 +1604,10 @@ mod linux {
         };
         let [read_end, write_end] = pipe()?;
         let [go_read, go_write] = pipe()?;
-        let init = raw_fork()?;
+        let (init, started_inside) = match cgroup.map(fork_into_cgroup) {
+            Some(Ok(pid)) => (pid, true),
+            _ => (raw_fork()?, cgroup.is_none()),
+        };
         if init > 0 {
             // The host's child: move init into the pids cgroup, let it go on, then wait for it
             // and end as the command ended. Without the move init is never let go: it reports
@@ -1528,11 +1617,8 @@ mod linux {
             unsafe {
                 libc::close(write_end);
                 libc::close(go_read);
-                let moved = match procs {
-                    Some(fd) => {
-                        let mut buf = [0u8; 20];
-                        rustix::io::write(fd, decimal(init, &mut buf)).is_ok()
-                    }
+                let moved = match cgroup.filter(|_| !started_inside) {
+                    Some(dir) => join_cgroup(dir, init).is_ok(),
                     None => true,
                 };
                 if moved {
@@ -1698,10 +1784,11 @@ mod linux {
                 // Without a PID namespace the child joins the pids cgroup first, so everything
                 // the command starts is counted (with one, its init is moved there: see
                 // `split_for_pid_namespace`).
-                if let Some(fd) = procs.as_ref().filter(|_| !pidns) {
-                    let mut buf = [0u8; 20];
-                    let pid = rustix::process::getpid().as_raw_nonzero().get();
-                    rustix::io::write(fd, decimal(pid, &mut buf))?;
+                if let Some(dir) = procs.as_ref().filter(|_| !pidns) {
+                    join_cgroup(
+                        dir.as_fd(),
+                        rustix::process::getpid().as_raw_nonzero().get(),
+                    )?;
                 }
                 if let Some(net) = own_net.as_ref().map(AsFd::as_fd).or(shared_net) {
                     rustix::thread::move_into_link_name_space(

@@ -237,9 +237,9 @@ impl ExecHost {
             // Without a deny-list the view still hides `.toolgate/` and freezes git dirs.
             finder: crate::workspace::view::Finder::new(workspace.clone(), Box::new(|_| false)),
             workspace,
+            spawner: spawner::Spawner::with_pids_limit(config.max_processes),
             config,
             jobs: jobs::JobTable::default(),
-            spawner: spawner::Spawner::default(),
         }
     }
 

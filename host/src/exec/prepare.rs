@@ -20,13 +20,37 @@ pub struct Prepared {
 }
 
 /// Choose the confinement, build the view and the environment, resolve the program: everything
-/// but starting it (used by [`spawn`] and by long-lived servers such as language servers).
+/// but starting it, for a command the host forks itself (long-lived servers such as language
+/// servers); the command gets a pids cgroup of its own.
 pub fn prepare(host: &ExecHost, approved: &ApprovedCommand) -> Result<Prepared, String> {
+    prepare_with(host, approved, false)
+}
+
+/// [`prepare`] for a command the gate's spawner starts (used by [`spawn`]): with a PID
+/// namespace to end it as a whole, it counts against the spawner's shared pids cgroup
+/// instead of joining one of its own (no cgroup move before it starts).
+pub fn prepare_spawned(host: &ExecHost, approved: &ApprovedCommand) -> Result<Prepared, String> {
+    prepare_with(host, approved, true)
+}
+
+fn prepare_with(
+    host: &ExecHost,
+    approved: &ApprovedCommand,
+    spawned: bool,
+) -> Result<Prepared, String> {
     let dirs = confine::CallDirs::create()?;
     let read_only = approved.class == "read-only";
-    let pids = confine::PidsCgroup::create(host.config.max_processes);
     let mut confinement = confine::available(host.config.network);
-    confinement.pids_limit = pids.as_ref().map(|p| p.limit());
+    let shared = if spawned && confinement.pidns {
+        host.spawner.shared_pids_limit()
+    } else {
+        None
+    };
+    let pids = match shared {
+        Some(_) => None,
+        None => confine::PidsCgroup::create(host.config.max_processes),
+    };
+    confinement.pids_limit = shared.or(pids.as_ref().map(|p| p.limit()));
     confinement.read_only = read_only;
     confinement.egress = approved.net.is_some();
     if host.config.require_confinement && !confinement.complete() {
@@ -113,6 +137,7 @@ pub fn prepare(host: &ExecHost, approved: &ApprovedCommand) -> Result<Prepared, 
         writable,
         cgroup: pids.is_some(),
         netns: approved.net.is_some(),
+        shared_pids: shared.is_some(),
     };
     Ok(Prepared {
         request,

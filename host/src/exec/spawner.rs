@@ -10,7 +10,7 @@
 //! (a fresh `exec`, so the process is small), connected by a Unix seqpacket socket on its
 //! stdin. For each command the host sends the resolved program, argv, environment, working
 //! directory, the confinement to apply and, as file descriptors, the write ends of the output
-//! pipes and the command's pids cgroup (`cgroup.procs`). The spawner forks, applies exactly
+//! pipes and the command's pids cgroup (its directory). The spawner forks, applies exactly
 //! that confinement in the child (the same code as the in-process path, [`super::confine`])
 //! and execs; it replies with the pid and later reports the exit status.
 //!
@@ -58,10 +58,14 @@ pub struct Request {
     pub view: Option<super::confine::ViewSpec>,
     /// Without a view: where Landlock lets the command write.
     pub writable: Vec<PathBuf>,
-    /// The third file descriptor is the pids cgroup's `cgroup.procs`.
+    /// The third file descriptor is the pids cgroup's directory.
     pub cgroup: bool,
     /// The last file descriptor is the command's own network namespace (egress proxy).
     pub netns: bool,
+    /// The command counts against the spawner's own pids cgroup (it starts inside it, as
+    /// everything the spawner forks does): never started any other way. Host-side only.
+    #[serde(skip)]
+    pub shared_pids: bool,
 }
 
 impl Request {
@@ -83,7 +87,7 @@ impl Request {
     }
 
     /// Install on `cmd` exactly the confinement this request names (the host chose it), with
-    /// `procs` (the pids cgroup's `cgroup.procs`) joined first. The spawner and the host's own
+    /// `procs` (the pids cgroup's directory) joined first. The spawner and the host's own
     /// fallback both start commands through this.
     #[cfg(target_os = "linux")]
     pub fn confine(
@@ -149,42 +153,7 @@ fn find_binary() -> Option<PathBuf> {
 pub use linux::{serve, Spawner};
 
 #[cfg(not(target_os = "linux"))]
-mod other {
-    use super::{Request, StartError};
-    use std::os::fd::OwnedFd;
-
-    /// Without Linux there is no spawner: commands are started by the host.
-    #[derive(Default)]
-    pub struct Spawner;
-
-    impl Spawner {
-        /// The same as the default here.
-        pub fn disabled() -> Spawner {
-            Spawner
-        }
-
-        /// Always unavailable here.
-        pub fn start(
-            &self,
-            _req: Request,
-            _fds: Vec<OwnedFd>,
-            _on_exit: Box<dyn FnOnce(Option<i32>, Option<i32>) + Send>,
-        ) -> Result<i32, StartError> {
-            Err(StartError::Unavailable("no spawner on this OS".into()))
-        }
-
-        /// Never running here.
-        pub fn pid(&self) -> Option<u32> {
-            None
-        }
-    }
-
-    /// The spawner only exists on Linux.
-    pub fn serve() -> std::process::ExitCode {
-        eprintln!("toolgate: the spawner is only used on Linux");
-        std::process::ExitCode::from(2)
-    }
-}
+mod other;
 
 #[cfg(not(target_os = "linux"))]
 pub use other::{serve, Spawner};
@@ -192,6 +161,7 @@ pub use other::{serve, Spawner};
 #[cfg(target_os = "linux")]
 mod linux {
     use super::{find_binary, Reply, Request, StartError, MAX_REQUEST, PROTOCOL, RECV_BUFFER};
+    use crate::exec::confine::PidsCgroup;
     use rustix::fd::{AsFd, FromRawFd, OwnedFd};
     use rustix::io::Errno;
     use rustix::net::{
@@ -223,6 +193,8 @@ mod linux {
         child: Mutex<Child>,
         waiting: Arc<Mutex<HashMap<u64, Waiting>>>,
         dead: Arc<AtomicBool>,
+        /// The spawner runs in the host's shared pids cgroup.
+        in_group: bool,
     }
 
     impl Drop for Conn {
@@ -238,15 +210,42 @@ mod linux {
     }
 
     /// The host's handle on its spawner, started on first use and restarted if it died.
+    ///
+    /// With a process limit the spawner runs in a pids cgroup of its own, so every command it
+    /// forks starts inside it. Moving a process into a cgroup makes the kernel wait for an
+    /// RCU grace period unless one is already under way: ~0.5 ms for commands back to back
+    /// but ~10 ms for a command after a pause (measured on cgroup v1), paid before the
+    /// command may start. Joining once per spawner takes that off every command; each
+    /// command is still ended as a whole by its PID namespace.
     #[derive(Default)]
     pub struct Spawner {
         conn: Mutex<Option<Arc<Conn>>>,
         /// Set once starting failed, so every command does not try again.
         unavailable: Mutex<Option<String>>,
         next: AtomicU64,
+        /// The limit of the shared pids cgroup (none: commands bring their own cgroups).
+        pids_limit: Option<u32>,
+        /// That cgroup, made on first start and kept across restarts of the spawner.
+        group: Mutex<Option<Arc<PidsCgroup>>>,
     }
 
     impl Spawner {
+        /// A spawner whose commands share one pids cgroup limited to `max` tasks (the
+        /// spawner's own threads included), where the host can make one.
+        pub fn with_pids_limit(max: u32) -> Spawner {
+            Spawner {
+                pids_limit: Some(max),
+                ..Spawner::default()
+            }
+        }
+
+        /// The shared process limit, when a spawner runs (it is started here) inside its pids
+        /// cgroup; `None` when commands need their own cgroup.
+        pub fn shared_pids_limit(&self) -> Option<u32> {
+            let conn = self.conn().ok()?;
+            self.pids_limit.filter(|_| conn.in_group)
+        }
+
         /// A spawner that never starts: every command is forked from the host (the fallback
         /// path, for tests and for embedding hosts that cannot run a helper binary).
         pub fn disabled() -> Spawner {
@@ -265,7 +264,14 @@ mod linux {
                     return Ok(c.clone());
                 }
             }
-            match connect() {
+            let group = self.pids_limit.and_then(|max| {
+                let mut group = lock(&self.group);
+                if group.is_none() {
+                    *group = PidsCgroup::create(max).map(Arc::new);
+                }
+                group.clone()
+            });
+            match connect(group.as_deref()) {
                 Ok(c) => {
                     let c = Arc::new(c);
                     *slot = Some(c.clone());
@@ -279,7 +285,7 @@ mod linux {
             }
         }
 
-        /// Start `req` with `fds` (stdout, stderr and, when `req.cgroup`, `cgroup.procs`);
+        /// Start `req` with `fds` (stdout, stderr and, when `req.cgroup`, the pids cgroup's directory);
         /// `on_exit` runs with `(code, signal)` when the leader ends (both `None` when the
         /// spawner died and the status is unknown). Returns the pid.
         pub fn start(
@@ -288,7 +294,21 @@ mod linux {
             fds: Vec<OwnedFd>,
             on_exit: OnExit,
         ) -> Result<i32, StartError> {
-            let conn = self.conn()?;
+            let conn = match self.conn() {
+                Ok(c) if req.shared_pids && !c.in_group => Err(StartError::Unavailable(
+                    "it is not in its pids cgroup".into(),
+                )),
+                other => other,
+            };
+            // A command prepared for the shared process limit never runs without it.
+            let conn = conn.map_err(|e| match e {
+                StartError::Unavailable(why) if req.shared_pids => StartError::Failed(format!(
+                    "the spawner that holds the process limit could not be restarted ({why}); \
+                     run the call again, or set `[shell] max_processes` to a value this host \
+                     accepts"
+                )),
+                e => e,
+            })?;
             req.id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
             let body = serde_json::to_vec(&req)
                 .map_err(|e| StartError::Unavailable(format!("encoding the request: {e}")))?;
@@ -349,7 +369,7 @@ mod linux {
         }
     }
 
-    fn connect() -> Result<Conn, String> {
+    fn connect(group: Option<&PidsCgroup>) -> Result<Conn, String> {
         let exe = find_binary().ok_or("the toolgate binary was not found")?;
         let (ours, theirs) = socketpair(
             AddressFamily::UNIX,
@@ -366,6 +386,8 @@ mod linux {
             .stderr(Stdio::inherit())
             .spawn()
             .map_err(|e| format!("starting {}: {e}", exe.display()))?;
+        // Before any request: nothing it forks starts outside the group.
+        let in_group = group.is_some_and(|g| g.join(child.id()).is_ok());
         let waiting: Arc<Mutex<HashMap<u64, Waiting>>> = Arc::default();
         let dead = Arc::new(AtomicBool::new(false));
         let (hello_tx, hello_rx) = mpsc::channel();
@@ -385,6 +407,7 @@ mod linux {
             child: Mutex::new(child),
             waiting,
             dead,
+            in_group,
         };
         match hello_rx.recv_timeout(REPLY_TIMEOUT) {
             Ok(Reply::Hello { protocol, version })
