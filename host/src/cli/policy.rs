@@ -23,7 +23,7 @@ pub(super) enum PolicyCommand {
     },
 }
 
-/// Run `toolgate policy COMMAND` (`session`: whose grants and reads `explain` considers).
+/// Run `toolgate policy COMMAND` (`session`: the one `explain` decides the call in).
 pub(super) async fn run(
     command: PolicyCommand,
     session: &str,
