@@ -2,7 +2,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use super::file::{contains, read_plain, Fetched, Skip, Sort};
+use super::pool::{Got, Job, Work, Worker};
 use super::*;
+use crate::cancel::CancelToken;
+use crate::sandbox::walk::{WalkOptions, Walker};
+use crate::workspace::LinkSnapshot;
+use rustix::fd::AsFd as _;
+use std::sync::Mutex;
 
 #[test]
 fn reads_regular_files_and_leaves_everything_else_to_the_tool() {
@@ -81,7 +88,7 @@ fn reads_regular_files_and_leaves_everything_else_to_the_tool() {
     let mut asked = 0;
     let b = listed(&root.join("b.txt"));
     let mut buf = Vec::new();
-    let got = super::read_plain(
+    let got = super::file::read_plain(
         dir.as_fd(),
         "b.txt",
         b,
@@ -99,7 +106,7 @@ fn reads_regular_files_and_leaves_everything_else_to_the_tool() {
     std::fs::write(root.join("secret.txt"), "SECRET").unwrap();
     let plain = listed(&root.join("a.txt"));
     std::fs::rename(root.join("secret.txt"), root.join("a.txt")).unwrap();
-    let got = super::read_plain(
+    let got = super::file::read_plain(
         dir.as_fd(),
         "a.txt",
         plain,
