@@ -1,4 +1,4 @@
-//! PreToolUse hooks (SPEC §5 stage 5) through the public API: hooks configured the way a
+//! PreToolUse hooks through the public API: hooks configured the way a
 //! policy's `[[hooks]]` tables configure them, run against a real workspace.
 
 use crate::common::*;

@@ -1,5 +1,5 @@
-//! The permission ladder end to end (SPEC §5 stages 3–9): a table over mode × rules × grants ×
-//! hooks × tool class, each row checking the status, the deciding stage and its source, plus
+//! The permission ladder end to end (its stages mode, rules, hooks, grants and ask): a table
+//! over mode × rules × grants × hooks × tool class, each row checking the status, the deciding stage and its source, plus
 //! the approval broker's behaviour and the attacks on it.
 
 use crate::common::{cache_dir, Ws, SESSION};

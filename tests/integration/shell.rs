@@ -1,4 +1,4 @@
-//! The shell end to end (SPEC §6): exact keying (every bypass from the issue), the banned and
+//! The shell end to end: exact keying (every bypass from the issue), the banned and
 //! read-only lists, the ceiling (nothing persisted ever allows the shell), confinement attacks,
 //! `--grant` with the CI preset, background jobs and timeouts.
 

@@ -1,4 +1,4 @@
-//! The shell's read-only classifier end to end (SPEC §6; issue 12, item 1): option spellings
+//! The shell's read-only classifier end to end: option spellings
 //! that GNU and git accept — abbreviations, attached values, `--opt=value` — never run without
 //! approval when they write or run something, and the commands the classifier does let run
 //! without a prompt change nothing in the workspace.

@@ -1,4 +1,4 @@
-//! A command's exit status counts (SPEC §6, issue 12 item 6): a non-zero exit, a signal or a
+//! A command's exit status counts: a non-zero exit, a signal or a
 //! timeout is an `error` observation (`exit-status`, `signal`, `timeout`) that still shows the
 //! command's output, totals and `data` exactly as an `ok` one would; `toolgate call` exits 1
 //! and MCP sets `isError`. A background job reports how it ended through `job_output`.

@@ -1,4 +1,4 @@
-//! The host-side lexer (SPEC §6): is a command text *simple* (plain words, run as argv with no
+//! The host-side lexer: is a command text *simple* (plain words, run as argv with no
 //! shell) or *compound* (keyed by its whole text, run by `bash -c` with exactly that text)?
 //!
 //! Simple means: words separated by spaces or tabs; each word is unquoted plain characters or

@@ -1,4 +1,4 @@
-//! The shell (SPEC §6): the host side of the `toolgate:host/exec` capability.
+//! The shell: the host side of the `toolgate:host/exec` capability.
 //!
 //! - [`lex`] decides simple vs compound, [`policy`] holds the argv-aware lists, and
 //!   [`key_for_command`] turns a command text into the ladder's key and class;

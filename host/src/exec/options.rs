@@ -1,4 +1,4 @@
-//! Command-line options read the way the programs themselves read them (SPEC §6).
+//! Command-line options read the way the programs themselves read them.
 //!
 //! The shell's lists decide from argv alone, so they must see the options a program will act
 //! on, not the spellings someone thought of: GNU `getopt_long` accepts any unambiguous

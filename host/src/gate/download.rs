@@ -3,7 +3,7 @@
 //! removal after the call whatever happened (a guest stopped mid-download by its deadline, a
 //! cancellation or a crash cannot leave it behind).
 //!
-//! How one approval covers both (docs/decisions.md, "download (issue #21 part 3)"): the call is
+//! How one approval covers both (docs/decisions.md, the `download` section): the call is
 //! keyed `download:<host>` and the ladder decides that key. A person approving it sees the
 //! target path in the same prompt, so that approval covers the write too. Allowed without a
 //! prompt (a rule, a grant, the mode, a hook), it runs only when the write is allowed in

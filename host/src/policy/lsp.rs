@@ -1,4 +1,4 @@
-//! `[lsp]`: the language servers behind the lsp tools (issue #21).
+//! `[lsp]`: the language servers behind the lsp tools.
 //!
 //! ```toml
 //! [lsp]

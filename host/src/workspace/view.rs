@@ -1,5 +1,5 @@
-//! What a shell command must not see or change inside the workspace (SPEC §6; issue 12 items 2
-//! and 5): this module *finds* the paths, the mount code masks them.
+//! What a shell command must not see or change inside the workspace (secrets, the host's
+//! state, git's hooks and config): this module *finds* the paths, the mount code masks them.
 //!
 //! [`Finder::plan`] walks the whole workspace (secrets can be anywhere, `node_modules/` and
 //! `target/` included) and returns a [`Plan`]: the deny-listed files and directories to hide,

@@ -1,4 +1,4 @@
-//! Language servers for the LSP tools (issue #21, the host side): a server runs as a confined
+//! Language servers for the LSP tools, the host side: a server runs as a confined
 //! process with the shell's confinement (it runs project code: build scripts, proc macros,
 //! plugins), one per workspace and language, restarted when it dies, spoken to over LSP.
 //!

@@ -1,4 +1,4 @@
-//! The option tables of the read-only programs (SPEC §6), one [`Table`] each, for
+//! The option tables of the read-only programs, one [`Table`] each, for
 //! [`super::options::parse`].
 //!
 //! Each table lists every option the program has — not only the safe ones — because a GNU

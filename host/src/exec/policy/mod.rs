@@ -1,4 +1,4 @@
-//! The shell's lists (SPEC §6), all argv-aware:
+//! The shell's lists, all argv-aware:
 //!
 //! - **banned**: denied in every mode, `allow-all` included, whatever a grant says — network
 //!   downloaders and remote shells, privilege escalation, global package installs, system

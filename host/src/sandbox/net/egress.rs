@@ -1,4 +1,4 @@
-//! The egress proxy: how a confined shell command will reach the network (issue #20, part 1).
+//! The egress proxy: how a confined shell command reaches the network.
 //!
 //! A command gets no route out; the only thing it can reach is this proxy, which speaks HTTP
 //! `CONNECT` (for HTTPS and anything tunnelled) and plain HTTP forwarding (an absolute
