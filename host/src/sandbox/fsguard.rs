@@ -50,12 +50,12 @@
 //! The state directory is also matched by name at any depth (`x/.toolgate/...` is refused), a
 //! symlink the guest creates must not point at anything denied, and listings leave denied
 //! entries out. Without `openat2` (Linux before 5.6) or on other systems the calls go to
-//! wasmtime-wasi after the lexical checks, with the real-path re-check of each `open-at` as
-//! before. Not covered: hard links to a secret made outside the sandbox when the secret is
-//! outside the workspace, a guest directory descriptor whose directory is renamed after it was
-//! opened (its path is the one it was opened by; renaming a directory that a path-based, not
-//! `**/`, extra secret pattern names an entry of can therefore expose that entry), and
-//! processes outside the sandbox changing the state directory themselves.
+//! wasmtime-wasi after the lexical checks (on Linux each `open-at` is then re-checked by the
+//! real path of what it opened). Not covered: hard links to a secret made outside the sandbox
+//! when the secret is outside the workspace, a guest directory descriptor whose directory is
+//! renamed after it was opened (its path is the one it was opened by; renaming a directory
+//! that a path-based, not `**/`, extra secret pattern names an entry of can therefore expose
+//! that entry), and processes outside the sandbox changing the state directory themselves.
 //!
 //! Fast paths (Linux): a read-only open of a plain file reached without any symlink is one
 //! `openat2` (`RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`, `O_NONBLOCK`) and one `statx` of the

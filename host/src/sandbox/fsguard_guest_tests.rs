@@ -417,7 +417,7 @@ async fn a_swap_during_path_calls_changes_no_state() {
 }
 
 /// A hard link to a secret is the secret: not opened for reading or writing, by any path;
-/// a hard link between ordinary files works as before.
+/// a hard link between ordinary files works as any file does.
 #[tokio::test]
 async fn a_hard_link_to_a_secret_is_refused() {
     let dir = tempfile::tempdir().unwrap();
