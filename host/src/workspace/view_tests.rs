@@ -3,8 +3,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use super::walk::open_child;
 use super::*;
+use rustix::fs::FileType;
+use rustix::io::Errno;
 use std::fs;
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
