@@ -4,7 +4,7 @@
 //! the gate (the table kills every group when it is dropped).
 
 use super::run::{Process, State};
-use super::{ExecHost, Outcome};
+use super::{ExecError, ExecHost, Outcome};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -61,16 +61,14 @@ impl JobTable {
             .count()
     }
 
-    fn get(&self, session: &str, id: &str) -> Result<(Arc<Process>, (usize, usize)), String> {
+    fn get(&self, session: &str, id: &str) -> Result<(Arc<Process>, (usize, usize)), ExecError> {
         let mut jobs = self.lock();
         match jobs.get_mut(id) {
             Some(j) if j.session == session => {
                 j.reads += 1;
                 Ok((j.process.clone(), j.shown))
             }
-            _ => Err(format!(
-                "there is no job `{id}` in this session (jobs end with the session that started them)"
-            )),
+            _ => Err(ExecError::UnknownJob { id: id.to_string() }),
         }
     }
 
@@ -81,7 +79,7 @@ impl JobTable {
         session: &str,
         id: &str,
         call_id: &str,
-    ) -> Result<Outcome, String> {
+    ) -> Result<Outcome, ExecError> {
         let (process, from) = self.get(session, id)?;
         let (mut outcome, shown) =
             process.outcome(from, host.config.output_budget, &host.workspace, call_id);
@@ -101,7 +99,7 @@ impl JobTable {
         session: &str,
         id: &str,
         call_id: &str,
-    ) -> Result<Outcome, String> {
+    ) -> Result<Outcome, ExecError> {
         let (process, from) = self.get(session, id)?;
         process.kill(State::Killed);
         let (mut outcome, _) =

@@ -10,6 +10,7 @@
 
 pub mod catalog;
 pub mod confine;
+mod error;
 mod gitwatch;
 pub mod jobs;
 pub mod lex;
@@ -26,6 +27,7 @@ pub mod seccomp;
 pub mod spawner;
 
 pub use confine::Confinement;
+pub use error::ExecError;
 pub use lex::{lex, Lexed};
 pub use policy::Class;
 
@@ -252,8 +254,8 @@ impl ExecHost {
 
     /// What the next command's view must hide and freeze (the state directory and git
     /// directories even without a deny-list).
-    pub fn view_plan(&self) -> Result<Arc<crate::workspace::view::Plan>, String> {
-        self.finder.plan()
+    pub fn view_plan(&self) -> Result<Arc<crate::workspace::view::Plan>, ExecError> {
+        self.finder.plan().map_err(ExecError::View)
     }
 
     /// Which confinement commands would get here (probed once per process).
@@ -355,6 +357,7 @@ pub async fn host_run(
     })
     .await
     .map_err(|e| format!("the exec worker failed: {e}"))?
+    .map_err(|e| e.to_string())
 }
 
 /// The `job-output` host function.
@@ -366,6 +369,7 @@ pub async fn host_job_output(grant: Option<&ExecGrant>, job_id: &str) -> Result<
         .host
         .jobs
         .output(&grant.host, &grant.session, job_id, &grant.call_id)
+        .map_err(|e| e.to_string())
 }
 
 /// The `job-kill` host function.
@@ -382,6 +386,7 @@ pub async fn host_job_kill(grant: Option<&ExecGrant>, job_id: &str) -> Result<Ou
     tokio::task::spawn_blocking(move || host.jobs.kill(&host, &session, &id, &call_id))
         .await
         .map_err(|e| format!("the exec worker failed: {e}"))?
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

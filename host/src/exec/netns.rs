@@ -8,6 +8,7 @@
 //! route. The proxy behind the listener connects out from the host's own namespace, after it
 //! judged the destination.
 
+use super::ExecError;
 use rustix::fd::OwnedFd;
 use std::any::Any;
 use std::sync::Arc;
@@ -81,31 +82,38 @@ impl CommandNet {
 
 /// A fresh network namespace with `lo` up and a listener on `127.0.0.1:0` inside it.
 #[cfg(target_os = "linux")]
-pub fn create() -> Result<(OwnedFd, std::net::TcpListener), String> {
-    std::thread::spawn(|| -> Result<(OwnedFd, std::net::TcpListener), String> {
+pub fn create() -> Result<(OwnedFd, std::net::TcpListener), ExecError> {
+    std::thread::spawn(|| -> Result<(OwnedFd, std::net::TcpListener), ExecError> {
         // SAFETY: only this short-lived thread moves to the new namespace; it shares no file
         // table or filesystem context change (no CLONE_FILES/FS) and exits right after.
         #[allow(unsafe_code)]
-        unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }
-            .map_err(|e| format!("creating the command's network namespace: {e}"))?;
-        raise_loopback().map_err(|e| format!("raising the command's loopback interface: {e}"))?;
+        unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }.map_err(
+            |e| ExecError::Io {
+                what: "creating the command's network namespace",
+                error: e.into(),
+            },
+        )?;
+        raise_loopback().map_err(ExecError::io("raising the command's loopback interface"))?;
         let ns = std::fs::File::open("/proc/thread-self/ns/net")
-            .map_err(|e| format!("opening the command's network namespace: {e}"))?;
-        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
-            .map_err(|e| format!("binding the proxy inside the command's namespace: {e}"))?;
+            .map_err(ExecError::io("opening the command's network namespace"))?;
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(ExecError::io(
+            "binding the proxy inside the command's namespace",
+        ))?;
         listener
             .set_nonblocking(true)
-            .map_err(|e| format!("preparing the proxy's listener: {e}"))?;
+            .map_err(ExecError::io("preparing the proxy's listener"))?;
         Ok((OwnedFd::from(ns), listener))
     })
     .join()
-    .map_err(|_| "the thread making the command's network namespace failed".to_string())?
+    .map_err(|_| ExecError::NamespaceThread)?
 }
 
 /// Not available off Linux: commands there get no network namespace at all.
 #[cfg(not(target_os = "linux"))]
-pub fn create() -> Result<(OwnedFd, std::net::TcpListener), String> {
-    Err("a network namespace per command needs Linux".into())
+pub fn create() -> Result<(OwnedFd, std::net::TcpListener), ExecError> {
+    Err(ExecError::NeedsLinux {
+        what: "a network namespace per command",
+    })
 }
 
 /// One empty network namespace (no interface up; `lo` stays down and no command has the

@@ -2,7 +2,7 @@
 //! resolved; everything but starting it.
 
 use super::gitwatch::GitWatch;
-use super::{confine, ApprovedCommand, ExecHost, Plan};
+use super::{confine, ApprovedCommand, ExecError, ExecHost, Plan};
 use std::path::{Path, PathBuf};
 
 /// A command ready to start: what to run and how to confine it, with the private directories
@@ -22,14 +22,14 @@ pub struct Prepared {
 /// Choose the confinement, build the view and the environment, resolve the program: everything
 /// but starting it, for a command the host forks itself (long-lived servers such as language
 /// servers); the command gets a pids cgroup of its own.
-pub fn prepare(host: &ExecHost, approved: &ApprovedCommand) -> Result<Prepared, String> {
+pub fn prepare(host: &ExecHost, approved: &ApprovedCommand) -> Result<Prepared, ExecError> {
     prepare_with(host, approved, false)
 }
 
 /// [`prepare`] for a command the gate's spawner starts (used by [`spawn`]): with a PID
 /// namespace to end it as a whole, it counts against the spawner's shared pids cgroup
 /// instead of joining one of its own (no cgroup move before it starts).
-pub fn prepare_spawned(host: &ExecHost, approved: &ApprovedCommand) -> Result<Prepared, String> {
+pub fn prepare_spawned(host: &ExecHost, approved: &ApprovedCommand) -> Result<Prepared, ExecError> {
     prepare_with(host, approved, true)
 }
 
@@ -37,8 +37,8 @@ fn prepare_with(
     host: &ExecHost,
     approved: &ApprovedCommand,
     spawned: bool,
-) -> Result<Prepared, String> {
-    let dirs = confine::CallDirs::create()?;
+) -> Result<Prepared, ExecError> {
+    let dirs = confine::CallDirs::create().map_err(ExecError::Confine)?;
     let read_only = approved.class == "read-only";
     let mut confinement = confine::available(host.config.network);
     let shared = if spawned && confinement.pidns {
@@ -54,10 +54,9 @@ fn prepare_with(
     confinement.read_only = read_only;
     confinement.egress = approved.net.is_some();
     if host.config.require_confinement && !confinement.complete() {
-        return Err(format!(
-            "the policy requires confinement and it is not available here ({})",
-            confinement.missing().join(", ")
-        ));
+        return Err(ExecError::ConfinementUnavailable {
+            missing: confinement.missing(),
+        });
     }
     // With a view the command's /tmp is its private one; without, TMPDIR points at it.
     let tmp_seen = if confinement.view {
@@ -78,9 +77,10 @@ fn prepare_with(
     let dirs_on_path = clean_path(&path, &host.workspace);
     let (program, arg0, args) = match &approved.plan {
         Plan::Argv(argv) => {
-            let program = lookup(&argv[0], &dirs_on_path).ok_or_else(|| {
-                format!("`{}` was not found on PATH (commands run without a shell; a shell builtin or function needs `bash -c`-style syntax)", argv[0])
-            })?;
+            let program =
+                lookup(&argv[0], &dirs_on_path).ok_or_else(|| ExecError::ProgramNotFound {
+                    program: argv[0].clone(),
+                })?;
             (program, argv[0].clone(), argv[1..].to_vec())
         }
         Plan::Bash(text) => {
@@ -112,7 +112,8 @@ fn prepare_with(
                 extra_read: &host.config.read,
                 extra_write: &host.config.write,
             },
-        )?;
+        )
+        .map_err(ExecError::Confine)?;
         confinement.masks = u32::try_from(
             spec.plan.secret_files.len() + spec.plan.secret_dirs.len() + spec.masked_files.len(),
         )

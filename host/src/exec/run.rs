@@ -8,7 +8,7 @@ mod start;
 use super::gitwatch::GitWatch;
 pub use super::prepare::{clean_path, lookup, prepare, Prepared};
 use super::process::kill_group;
-use super::{confine, ApprovedCommand, ExecHost, Outcome, Plan};
+use super::{confine, ApprovedCommand, ExecError, ExecHost, Outcome, Plan};
 use crate::text::cut_head_tail;
 use crate::workspace::OUTPUTS_DIR;
 use serde_json::json;
@@ -288,7 +288,7 @@ fn lines(s: &Stream) -> u64 {
 /// The command is started by the gate's [`spawner`](super::spawner) when one is running (no
 /// fork of the large host process), else forked from the host; both apply the same
 /// confinement, chosen here.
-pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, String> {
+pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, ExecError> {
     let Prepared {
         request,
         dirs,
@@ -362,7 +362,7 @@ pub fn run_approved(
     call_id: &str,
     approved: ApprovedCommand,
     cancel: crate::cancel::CancelToken,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, ExecError> {
     let process = Arc::new(spawn(host, &approved)?);
     let started = Instant::now();
     let hard = started + approved.timeout;
@@ -391,7 +391,7 @@ pub fn run_approved(
         }
         if cancel.is_cancelled() {
             process.kill(State::Killed);
-            return Err("cancelled: the call was cancelled and its process group killed".into());
+            return Err(ExecError::Cancelled);
         }
         if Instant::now() >= until {
             break false;

@@ -60,7 +60,14 @@ impl w::Host for CallState {
             w::Query::OutgoingCalls(p) => Query::OutgoingCalls(pos(p)),
         };
         let wait = Duration::from_millis(u64::from(timeout_ms.max(1))).min(grant.max_wait);
-        blocking(move || grant.host.ask(&q, wait).map(|v| v.to_string())).await
+        blocking(move || {
+            grant
+                .host
+                .ask(&q, wait)
+                .map(|v| v.to_string())
+                .map_err(|e| e.to_string())
+        })
+        .await
     }
 
     async fn apply(&mut self) -> Result<String, String> {
@@ -78,6 +85,7 @@ impl w::Host for CallState {
                 .host
                 .restart(language.as_deref())
                 .map(|v| v.to_string())
+                .map_err(|e| e.to_string())
         })
         .await
     }

@@ -10,7 +10,7 @@
 use super::convert::{chars_of_utf16, find_word, line_text, utf16_of_chars, word_at};
 use super::langs::{language_id, Language, LspConfig};
 use super::{path_of, Server, Servers};
-use crate::exec::ExecHost;
+use crate::exec::{ExecError, ExecHost};
 use crate::workspace::{Access, Workspace, GUEST_ROOT};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -285,7 +285,11 @@ impl LspHost {
     }
 
     /// Ask; the answer as JSON.
-    pub fn ask(&self, q: &Query, timeout: Duration) -> Result<Value, String> {
+    pub fn ask(&self, q: &Query, timeout: Duration) -> Result<Value, ExecError> {
+        self.answer(q, timeout).map_err(ExecError::LanguageServer)
+    }
+
+    fn answer(&self, q: &Query, timeout: Duration) -> Result<Value, String> {
         let mut used = Vec::new();
         let mut answer = match q {
             Query::Diagnostics(Some(p)) => self.diagnostics(p, timeout, &mut used)?,
@@ -331,14 +335,14 @@ impl LspHost {
     }
 
     /// Stop the server of `language` (every server when `None`).
-    pub fn restart(&self, language: Option<&str>) -> Result<Value, String> {
+    pub fn restart(&self, language: Option<&str>) -> Result<Value, ExecError> {
         let names: Vec<String> = match language {
             Some(l) => {
                 if self.config.named(l).is_none() {
-                    return Err(format!(
-                        "no language `{l}` has a server here; languages: {}",
-                        self.describe_servers()
-                    ));
+                    return Err(ExecError::UnknownLanguage {
+                        language: l.to_string(),
+                        known: self.describe_servers(),
+                    });
                 }
                 vec![l.to_string()]
             }

@@ -112,12 +112,12 @@ impl Server {
             background: true,
             net: None,
         };
-        let prepared = super::run::prepare(host, &approved)?;
+        let prepared = super::run::prepare(host, &approved).map_err(|e| e.to_string())?;
         if host.config.require_confinement && !prepared.confinement.complete() {
-            return Err(format!(
-                "the policy requires confinement and it is not available here ({})",
-                prepared.confinement.missing().join(", ")
-            ));
+            return Err(super::ExecError::ConfinementUnavailable {
+                missing: prepared.confinement.missing(),
+            }
+            .to_string());
         }
         let mut cmd = prepared.request.command();
         cmd.stdin(Stdio::piped())

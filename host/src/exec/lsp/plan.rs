@@ -5,6 +5,7 @@
 use super::super::convert::apply_edits;
 use super::super::{path_of, uri};
 use super::{Doc, LspHost, Pos};
+use crate::exec::ExecError;
 use crate::workspace::Access;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -32,6 +33,29 @@ pub struct PlannedFile {
 impl LspHost {
     /// What renaming the symbol at `pos` to `new_name` writes, file by file.
     pub fn plan_rename(
+        &self,
+        pos: &Pos,
+        new_name: &str,
+        timeout: Duration,
+    ) -> Result<Vec<PlannedFile>, ExecError> {
+        self.rename_plan(pos, new_name, timeout)
+            .map_err(ExecError::LanguageServer)
+    }
+
+    /// What replacing the whole definition of `symbol` (a name, or `Outer.inner`) in the file
+    /// at `raw` with `new_text` writes.
+    pub fn plan_replace_symbol(
+        &self,
+        raw: &str,
+        symbol: &str,
+        new_text: &str,
+        timeout: Duration,
+    ) -> Result<Vec<PlannedFile>, ExecError> {
+        self.replace_symbol_plan(raw, symbol, new_text, timeout)
+            .map_err(ExecError::LanguageServer)
+    }
+
+    fn rename_plan(
         &self,
         pos: &Pos,
         new_name: &str,
@@ -88,9 +112,7 @@ impl LspHost {
         Ok(planned)
     }
 
-    /// What replacing the whole definition of `symbol` (a name, or `Outer.inner`) in the file
-    /// at `raw` with `new_text` writes.
-    pub fn plan_replace_symbol(
+    fn replace_symbol_plan(
         &self,
         raw: &str,
         symbol: &str,

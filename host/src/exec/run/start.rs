@@ -3,7 +3,7 @@
 
 use super::Progress;
 use crate::exec::confine;
-use crate::exec::ExecHost;
+use crate::exec::{ExecError, ExecHost};
 use std::io::Read;
 use std::process::Stdio;
 use std::sync::{Arc, Condvar, Mutex};
@@ -27,22 +27,20 @@ pub(super) fn start_with_spawner(
     pids: Option<&confine::PidsCgroup>,
     net: Option<&rustix::fd::OwnedFd>,
     shared: &Arc<(Mutex<Progress>, Condvar)>,
-) -> Result<Option<(i32, Readers)>, String> {
+) -> Result<Option<(i32, Readers)>, ExecError> {
     #[cfg(target_os = "linux")]
     {
         use crate::exec::spawner::StartError;
-        let (out_r, out_w) =
-            std::io::pipe().map_err(|e| format!("creating the output pipe: {e}"))?;
-        let (err_r, err_w) =
-            std::io::pipe().map_err(|e| format!("creating the output pipe: {e}"))?;
+        let (out_r, out_w) = std::io::pipe().map_err(ExecError::io("creating the output pipe"))?;
+        let (err_r, err_w) = std::io::pipe().map_err(ExecError::io("creating the output pipe"))?;
         let mut fds: Vec<rustix::fd::OwnedFd> = vec![out_w.into(), err_w.into()];
         if let Some(p) = pids {
-            fds.push(p.procs_fd()?);
+            fds.push(p.procs_fd().map_err(ExecError::Confine)?);
         }
         if let Some(ns) = net {
             fds.push(
                 ns.try_clone()
-                    .map_err(|e| format!("passing the network namespace: {e}"))?,
+                    .map_err(ExecError::io("passing the network namespace"))?,
             );
         }
         // When the spawner dies, the status of what it started is unknown (`None, None`):
@@ -71,7 +69,7 @@ pub(super) fn start_with_spawner(
                 ],
             ))),
             Err(StartError::Unavailable(_)) => Ok(None),
-            Err(StartError::Failed(e)) => Err(e),
+            Err(StartError::Failed(e)) => Err(ExecError::Spawner(e)),
         }
     }
     #[cfg(not(target_os = "linux"))]
@@ -87,22 +85,24 @@ pub(super) fn start_in_process(
     pids: Option<&confine::PidsCgroup>,
     net: Option<&rustix::fd::OwnedFd>,
     shared: &Arc<(Mutex<Progress>, Condvar)>,
-) -> Result<(i32, Readers), String> {
+) -> Result<(i32, Readers), ExecError> {
     let mut cmd = request.command();
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     #[cfg(target_os = "linux")]
-    request.confine(
-        &mut cmd,
-        pids.map(confine::PidsCgroup::procs_fd).transpose()?,
-        net.map(rustix::fd::OwnedFd::try_clone)
-            .transpose()
-            .map_err(|e| format!("passing the network namespace: {e}"))?,
-    )?;
+    request
+        .confine(
+            &mut cmd,
+            pids.map(confine::PidsCgroup::procs_fd)
+                .transpose()
+                .map_err(ExecError::Confine)?,
+            net.map(rustix::fd::OwnedFd::try_clone)
+                .transpose()
+                .map_err(ExecError::io("passing the network namespace"))?,
+        )
+        .map_err(ExecError::Confine)?;
     #[cfg(not(target_os = "linux"))]
     let _ = (pids, net);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("could not start the command: {e}"))?;
+    let mut child = cmd.spawn().map_err(ExecError::Start)?;
     let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
     let readers: Readers = [
         child.stdout.take().map(|s| Box::new(s) as _),
