@@ -140,3 +140,7 @@ impl ExecError {
         move |error| ExecError::Io { what, error }
     }
 }
+
+#[cfg(test)]
+#[path = "error_tests.rs"]
+mod tests;
