@@ -12,7 +12,7 @@ use crate::exec::{ApprovedCommand, ExecGrant};
 use crate::key::{CallKey, KeyPattern, RuleDecision};
 use crate::policy::Mode;
 use crate::sandbox::net::{HostPattern, NetGrant};
-use crate::sandbox::{wit, Capabilities, GuestResult, Limits, Preopen};
+use crate::sandbox::{wit, CallReport, Capabilities, GuestResult, Limits, Preopen};
 use crate::state::FileStamp;
 use crate::text::cut_head_tail;
 use crate::tools::registry::PathUse;
@@ -193,10 +193,10 @@ impl Gate {
             denied_globs: self.denied_globs.clone(),
         };
         let input = p.input.to_string();
-        let call = self
-            .sandbox
-            .call(&p.tool.loaded, &caps, &limits, &input, &context, cancel);
-        let result = match call_net.as_mut() {
+        let call =
+            self.sandbox
+                .call_report(&p.tool.loaded, &caps, &limits, &input, &context, cancel);
+        let report = match call_net.as_mut() {
             None => call.await,
             // While the command runs, its proxy's questions are answered here (by the ladder
             // for `net:<host>`), one at a time.
@@ -213,11 +213,11 @@ impl Gate {
                 }
             }
         };
-        let refusals = caps
-            .net
-            .as_ref()
-            .and_then(|n| n.refusals.lock().ok().map(|r| r.clone()))
-            .unwrap_or_default();
+        // What the host refused is reported whatever became of the call.
+        let CallReport {
+            result,
+            net_refusals: refusals,
+        } = report;
         let mut observation = match result {
             Err(e) => observe::limit_or_crash(&name, call_id, e),
             Ok(GuestResult::ToolError(e)) => {

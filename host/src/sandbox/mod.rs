@@ -6,6 +6,7 @@ mod fsguard;
 mod fstrace;
 mod limiter;
 mod limits;
+mod link;
 mod lsp;
 pub mod net;
 mod read_ahead;
@@ -31,7 +32,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use wasmtime::component::{HasData, Linker, ResourceTable};
+use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -176,10 +177,11 @@ pub enum GuestResult {
     ToolError(wit::ToolError),
 }
 
-/// What one call returned, with what the host refused along the way.
+/// What one call returned, with what the host refused along the way (also when the guest
+/// trapped, hit a limit or was cancelled after a refused request).
 pub struct CallReport {
-    /// What the guest returned.
-    pub result: GuestResult,
+    /// What the guest returned, or why the call failed.
+    pub result: Result<GuestResult>,
     /// The network requests the host refused during the call, in words (at most 32).
     pub net_refusals: Vec<String>,
 }
@@ -219,33 +221,7 @@ impl Sandbox {
         } else {
             pooled_engine(&config)?
         };
-        let mut linker = Linker::new(&engine);
-        add_wasi_to_linker(&mut linker)
-            .map_err(|e| Error::Sandbox(format!("linking WASI: {e:#}")))?;
-        bindings::Tool::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(|e| Error::Sandbox(format!("linking toolgate:tool: {e:#}")))?;
-        exec_bindings::ExecHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(|e| Error::Sandbox(format!("linking toolgate:host/exec: {e:#}")))?;
-        lsp::add_to_linker(&mut linker)
-            .map_err(|e| Error::Sandbox(format!("linking toolgate:lsp: {e:#}")))?;
-        walk::bindings::WalkHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(|e| Error::Sandbox(format!("linking toolgate:fs/walk: {e:#}")))?;
-        read_ahead::bindings::ReadAheadHost::add_to_linker::<
-            _,
-            wasmtime::component::HasSelf<CallState>,
-        >(&mut linker, |s| s)
-        .map_err(|e| Error::Sandbox(format!("linking toolgate:search/read-ahead: {e:#}")))?;
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
-            .map_err(|e| Error::Sandbox(format!("linking wasi:http: {e:#}")))?;
+        let linker = link::linker(&engine)?;
 
         let stop_ticker = Arc::new(AtomicBool::new(false));
         {
@@ -346,13 +322,13 @@ impl Sandbox {
         context: &wit::CallContext,
         cancel: &CancelToken,
     ) -> Result<GuestResult> {
-        Ok(self
-            .call_report(loaded, caps, limits, input, context, cancel)
-            .await?
-            .result)
+        self.call_report(loaded, caps, limits, input, context, cancel)
+            .await
+            .result
     }
 
-    /// [`Sandbox::call`], with the network refusals of the call returned by value.
+    /// [`Sandbox::call`], with the network refusals of the call returned by value, whether
+    /// the guest returned or not.
     pub async fn call_report(
         &self,
         loaded: &Loaded,
@@ -361,8 +337,16 @@ impl Sandbox {
         input: &str,
         context: &wit::CallContext,
         cancel: &CancelToken,
-    ) -> Result<CallReport> {
-        let mut store = self.store(caps, limits, cancel.clone())?;
+    ) -> CallReport {
+        let mut store = match self.store(caps, limits, cancel.clone()) {
+            Ok(store) => store,
+            Err(e) => {
+                return CallReport {
+                    result: Err(e),
+                    net_refusals: Vec::new(),
+                }
+            }
+        };
         if let Some(t) = trace::current() {
             let mounts = caps
                 .preopens
@@ -372,40 +356,11 @@ impl Sandbox {
             (store.data_mut().fsguard.trace, store.data_mut().net.trace) =
                 (Some(t.clone()), Some(t));
         }
-        let tool = loaded
-            .pre
-            .instantiate_async(&mut store)
-            .await
-            .map_err(|e| classify(e, limits, store.data().limits.hit))?;
-        let result = tool
-            .call_call(&mut store, input, context)
-            .await
-            .map_err(|e| classify(e, limits, store.data().limits.hit))?;
-        let cut = store.data().walk.ignore_files_cut();
-        let net_refusals = store.data().net.refusals();
-        let result = match result {
-            Ok(mut output) => {
-                if !cut.is_empty() {
-                    output.data = with_ignore_files_cut(&output.data, cut);
-                }
-                let size = output.content.len() + output.data.len() + output.summary.len();
-                if size > limits.max_result_bytes {
-                    return Err(Error::Limit {
-                        limit: Limit::ResultBytes,
-                        message: format!(
-                            "the tool returned {size} bytes, more than the {} byte result limit",
-                            limits.max_result_bytes
-                        ),
-                    });
-                }
-                GuestResult::Output(output)
-            }
-            Err(error) => GuestResult::ToolError(error),
-        };
-        Ok(CallReport {
+        let result = run_call(&mut store, loaded, limits, input, context).await;
+        CallReport {
             result,
-            net_refusals,
-        })
+            net_refusals: store.data().net.refusals(),
+        }
     }
 
     fn store(
@@ -472,6 +427,46 @@ impl Sandbox {
     }
 }
 
+/// Instantiate `loaded` in `store` and run its `call`: what the guest returned, within
+/// `limits`.
+async fn run_call(
+    store: &mut Store<CallState>,
+    loaded: &Loaded,
+    limits: &Limits,
+    input: &str,
+    context: &wit::CallContext,
+) -> Result<GuestResult> {
+    let tool = loaded
+        .pre
+        .instantiate_async(&mut *store)
+        .await
+        .map_err(|e| classify(e, limits, store.data().limits.hit))?;
+    let result = tool
+        .call_call(&mut *store, input, context)
+        .await
+        .map_err(|e| classify(e, limits, store.data().limits.hit))?;
+    let cut = store.data().walk.ignore_files_cut();
+    Ok(match result {
+        Ok(mut output) => {
+            if !cut.is_empty() {
+                output.data = with_ignore_files_cut(&output.data, cut);
+            }
+            let size = output.content.len() + output.data.len() + output.summary.len();
+            if size > limits.max_result_bytes {
+                return Err(Error::Limit {
+                    limit: Limit::ResultBytes,
+                    message: format!(
+                        "the tool returned {size} bytes, more than the {} byte result limit",
+                        limits.max_result_bytes
+                    ),
+                });
+            }
+            GuestResult::Output(output)
+        }
+        Err(error) => GuestResult::ToolError(error),
+    })
+}
+
 /// The tool's `data` (a JSON text) with `ignore_files_cut`: the ignore files whose patterns
 /// the host walk cut at `[limits] ignore_patterns` / `ignore_bytes` or the deadline (the walk
 /// went on with the patterns it kept).
@@ -491,65 +486,6 @@ fn with_ignore_files_cut(data: &str, cut: Vec<String>) -> String {
         );
     }
     value.to_string()
-}
-
-/// [`HasData`] for the `wasi:io` interfaces, which need only the resource table.
-struct HasIo;
-
-impl HasData for HasIo {
-    type Data<'a> = &'a mut ResourceTable;
-}
-
-/// `wasmtime_wasi::p2::add_to_linker_async`, interface by interface, with the guarded
-/// `wasi:filesystem/types` and `wasi:filesystem/preopens` in place of wasmtime-wasi's own.
-fn add_wasi_to_linker(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    use wasmtime_wasi::cli::{WasiCli, WasiCliView as _};
-    use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView as _};
-    use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, io, random, sockets};
-    use wasmtime_wasi::random::{WasiRandom, WasiRandomView as _};
-    use wasmtime_wasi::sockets::{WasiSockets, WasiSocketsView as _};
-    type T = CallState;
-
-    fn guarded_fs(s: &mut CallState) -> fstrace::TracedFsView<'_> {
-        let inner = wasmtime_wasi::filesystem::WasiFilesystemCtxView {
-            ctx: s.wasi.filesystem(),
-            table: &mut s.table,
-        };
-        let guard = &mut s.fsguard;
-        fstrace::TracedFsView {
-            g: fsguard::GuardedFsView { inner, guard },
-        }
-    }
-
-    let options = wasmtime_wasi::p2::bindings::LinkOptions::default();
-    io::error::add_to_linker::<T, HasIo>(l, |t| &mut t.table)?;
-    io::poll::add_to_linker::<T, HasIo>(l, |t| &mut t.table)?;
-    io::streams::add_to_linker::<T, HasIo>(l, |t| &mut t.table)?;
-    clocks::wall_clock::add_to_linker::<T, WasiClocks>(l, T::clocks)?;
-    clocks::monotonic_clock::add_to_linker::<T, WasiClocks>(l, T::clocks)?;
-    filesystem::preopens::add_to_linker::<T, fstrace::TracedFs>(l, guarded_fs)?;
-    filesystem::types::add_to_linker::<T, fstrace::TracedFs>(l, guarded_fs)?;
-    random::random::add_to_linker::<T, WasiRandom>(l, T::random)?;
-    random::insecure::add_to_linker::<T, WasiRandom>(l, T::random)?;
-    random::insecure_seed::add_to_linker::<T, WasiRandom>(l, T::random)?;
-    cli::exit::add_to_linker::<T, WasiCli>(l, T::cli)?;
-    cli::environment::add_to_linker::<T, WasiCli>(l, T::cli)?;
-    cli::stdin::add_to_linker::<T, WasiCli>(l, T::cli)?;
-    cli::stdout::add_to_linker::<T, WasiCli>(l, T::cli)?;
-    cli::stderr::add_to_linker::<T, WasiCli>(l, T::cli)?;
-    cli::terminal_input::add_to_linker::<T, WasiCli>(l, T::cli)?;
-    cli::terminal_output::add_to_linker::<T, WasiCli>(l, T::cli)?;
-    cli::terminal_stdin::add_to_linker::<T, WasiCli>(l, T::cli)?;
-    cli::terminal_stdout::add_to_linker::<T, WasiCli>(l, T::cli)?;
-    cli::terminal_stderr::add_to_linker::<T, WasiCli>(l, T::cli)?;
-    sockets::tcp_create_socket::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
-    sockets::instance_network::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
-    sockets::network::add_to_linker::<T, WasiSockets>(l, &(&options).into(), T::sockets)?;
-    sockets::ip_name_lookup::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
-    sockets::tcp::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
-    sockets::udp::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
-    sockets::udp_create_socket::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
-    Ok(())
 }
 
 /// An engine with a pool of pre-reserved instance slots (servers: many calls per process).
@@ -594,3 +530,7 @@ pub struct SandboxOptions {
     /// One call in this process (`toolgate call`): no pool of instance slots.
     pub one_shot: bool,
 }
+
+#[cfg(test)]
+#[path = "call_tests.rs"]
+mod tests;
