@@ -1,6 +1,8 @@
-//! Builds the built-in guest tools (`guest-tools/`) for `wasm32-wasip2` so the `toolgate`
-//! binary can carry them. Installs the `wasm32-wasip2` target with rustup when it is missing,
-//! since `RUSTUP_AUTO_INSTALL=0` machines never do it on their own.
+//! Builds the guest components listed in `host/builtins.toml` (the built-in tools, the test
+//! components and the example plugin, all in `guest-tools/`) for `wasm32-wasip2` so the
+//! `toolgate` binary can carry the tools, and writes the table's rows for the registry and the
+//! `Builtin` enum into `$OUT_DIR/builtins.rs`. Installs the `wasm32-wasip2` target with rustup
+//! when it is missing, since `RUSTUP_AUTO_INSTALL=0` machines never do it on their own.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -8,35 +10,8 @@ use std::process::Command;
 
 const TARGET: &str = "wasm32-wasip2";
 
-/// Every guest component the host embeds or the tests load, by artifact file stem
-/// (`<stem>.wasm` in the guest target dir): the built-in tools, the test components and the
-/// example plugin.
-const GUESTS: &[&str] = &[
-    "toolgate_tool_read",
-    "toolgate_tool_ls",
-    "toolgate_tool_glob",
-    "toolgate_tool_grep",
-    "toolgate_tool_write",
-    "toolgate_tool_edit",
-    "toolgate_tool_multiedit",
-    "toolgate_tool_test_hostile",
-    "toolgate_tool_shell",
-    "toolgate_tool_job_output",
-    "toolgate_tool_job_kill",
-    "toolgate_tool_fetch",
-    "toolgate_tool_download",
-    "toolgate_tool_test_plugin",
-    "toolgate_tool_test_sockets",
-    "toolgate_tool_lsp_diagnostics",
-    "toolgate_tool_lsp_definition",
-    "toolgate_tool_lsp_references",
-    "toolgate_tool_lsp_symbols",
-    "toolgate_tool_lsp_call_hierarchy",
-    "toolgate_tool_lsp_rename",
-    "toolgate_tool_lsp_replace_symbol",
-    "toolgate_tool_lsp_restart",
-    "toolgate_plugin_word_count",
-];
+#[path = "build/builtins.rs"]
+mod builtins;
 
 fn main() {
     if let Err(message) = run() {
@@ -55,6 +30,7 @@ fn run() -> Result<(), String> {
     let guests = repo.join("guest-tools");
     watch(&guests, &repo.join("tools-wit"));
     write_plugin_kit(&repo)?;
+    let table = builtin_table(&manifest_dir, &guests)?;
 
     ensure_target()?;
 
@@ -85,7 +61,7 @@ fn run() -> Result<(), String> {
         ));
     }
     let out = target_dir.join(TARGET).join("release");
-    for guest in GUESTS {
+    for guest in table.artifacts() {
         let file = out.join(format!("{guest}.wasm"));
         if !file.is_file() {
             return Err(format!(
@@ -95,9 +71,9 @@ fn run() -> Result<(), String> {
         }
     }
     println!("cargo:rustc-env=TOOLGATE_GUEST_DIR={}", out.display());
-    // The digests of the components, computed here once instead of at every start (the
+    // The digests of the built-ins, computed here once instead of at every start (the
     // registry names each tool's digest and keys its compiled artifact by it).
-    for guest in GUESTS {
+    for guest in table.tools.iter().map(|t| &t.artifact) {
         let file = out.join(format!("{guest}.wasm"));
         let bytes =
             std::fs::read(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
@@ -107,6 +83,19 @@ fn run() -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// Read `host/builtins.toml`, check its crates are guest workspace members and write
+/// `$OUT_DIR/builtins.rs` from it.
+fn builtin_table(manifest_dir: &Path, guests: &Path) -> Result<builtins::Table, String> {
+    let path = manifest_dir.join("builtins.toml");
+    println!("cargo:rerun-if-changed={}", path.display());
+    let table = builtins::read(&path)?;
+    builtins::check_members(&table, &guests.join("Cargo.toml"))?;
+    let out = PathBuf::from(env::var("OUT_DIR").map_err(|e| e.to_string())?).join("builtins.rs");
+    std::fs::write(&out, table.generated())
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    Ok(table)
 }
 
 /// `$OUT_DIR/plugin_kit.rs`: every file a new plugin crate vendors (`toolgate plugin new`), so

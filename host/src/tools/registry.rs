@@ -13,10 +13,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// The one table of the built-ins: the name each is served as and its artifact's stem (in
-/// the order of [`crate::tools::Builtin::ALL`]); it gives [`BUILTINS`] and their digests.
+/// The built-ins from the one table of them (`host/builtins.toml`, whose rows `host/build.rs`
+/// writes into `$OUT_DIR/builtins.rs`): the name each is served as and its artifact's stem,
+/// in the order of [`crate::tools::Builtin::ALL`]; it gives [`BUILTINS`] and their digests.
 macro_rules! builtins {
-    ($($name:literal => $stem:literal,)*) => {
+    ($($variant:ident => $name:literal, $stem:literal, $summary:literal;)*) => {
         /// The built-in tools, compiled to components by `host/build.rs` and carried in the
         /// binary.
         pub const BUILTINS: &[(&str, &[u8])] = &[$((
@@ -29,28 +30,7 @@ macro_rules! builtins {
     };
 }
 
-builtins! {
-    "read" => "toolgate_tool_read",
-    "ls" => "toolgate_tool_ls",
-    "glob" => "toolgate_tool_glob",
-    "grep" => "toolgate_tool_grep",
-    "write" => "toolgate_tool_write",
-    "edit" => "toolgate_tool_edit",
-    "multiedit" => "toolgate_tool_multiedit",
-    "shell" => "toolgate_tool_shell",
-    "job_output" => "toolgate_tool_job_output",
-    "fetch" => "toolgate_tool_fetch",
-    "job_kill" => "toolgate_tool_job_kill",
-    "download" => "toolgate_tool_download",
-    "lsp_diagnostics" => "toolgate_tool_lsp_diagnostics",
-    "lsp_definition" => "toolgate_tool_lsp_definition",
-    "lsp_references" => "toolgate_tool_lsp_references",
-    "lsp_symbols" => "toolgate_tool_lsp_symbols",
-    "lsp_call_hierarchy" => "toolgate_tool_lsp_call_hierarchy",
-    "lsp_rename" => "toolgate_tool_lsp_rename",
-    "lsp_replace_symbol" => "toolgate_tool_lsp_replace_symbol",
-    "lsp_restart" => "toolgate_tool_lsp_restart",
-}
+include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
 
 /// Where the guest build put its components (test guests included).
 #[doc(hidden)]
