@@ -1,7 +1,8 @@
 //! The linker every call's store is instantiated against: WASI with the guarded filesystem,
 //! `wasi:http`, and the host's own WIT interfaces.
 
-use super::{bindings, exec_bindings, fsguard, fstrace, lsp, read_ahead, walk, CallState};
+use super::bindings::since_v0_1_0::{exec, fs, lsp, tool};
+use super::{fsguard, fstrace, read_ahead, CallState};
 use crate::error::{Error, Result};
 use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime::Engine;
@@ -10,20 +11,14 @@ use wasmtime::Engine;
 pub(super) fn linker(engine: &Engine) -> Result<Linker<CallState>> {
     let mut linker = Linker::new(engine);
     add_wasi_to_linker(&mut linker).map_err(|e| Error::Sandbox(format!("linking WASI: {e:#}")))?;
-    bindings::Tool::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
+    tool::Tool::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
         .map_err(|e| Error::Sandbox(format!("linking toolgate:tool: {e:#}")))?;
-    exec_bindings::ExecHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(
-        &mut linker,
-        |s| s,
-    )
-    .map_err(|e| Error::Sandbox(format!("linking toolgate:host/exec: {e:#}")))?;
-    lsp::add_to_linker(&mut linker)
+    exec::ExecHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
+        .map_err(|e| Error::Sandbox(format!("linking toolgate:host/exec: {e:#}")))?;
+    lsp::LspHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
         .map_err(|e| Error::Sandbox(format!("linking toolgate:lsp: {e:#}")))?;
-    walk::bindings::WalkHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(
-        &mut linker,
-        |s| s,
-    )
-    .map_err(|e| Error::Sandbox(format!("linking toolgate:fs/walk: {e:#}")))?;
+    fs::WalkHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
+        .map_err(|e| Error::Sandbox(format!("linking toolgate:fs/walk: {e:#}")))?;
     read_ahead::bindings::ReadAheadHost::add_to_linker::<
         _,
         wasmtime::component::HasSelf<CallState>,

@@ -5,18 +5,8 @@
 use super::CallState;
 use crate::exec::lsp::{Pos, Query};
 use std::time::Duration;
-use wasmtime::component::Linker;
 
-/// The WIT bindings of `toolgate:lsp@0.1.0`.
-pub(crate) mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../tools-wit/wit/lsp/since_v0.1.0",
-        world: "lsp-host",
-        imports: { default: async },
-    });
-}
-
-use bindings::toolgate::lsp::lsp as w;
+use super::bindings::since_v0_1_0::lsp::toolgate::lsp::lsp as w;
 
 /// The interface whose import makes a component session-capped, like exec: its server runs
 /// project code on the host (confined read-only).
@@ -24,10 +14,6 @@ pub const LSP_INTERFACE_PREFIX: &str = "toolgate:lsp/lsp";
 
 const NO_GRANT: &str =
     "this tool has no language-server capability (only the built-in lsp_* tools do)";
-
-pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    bindings::LspHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(linker, |s| s)
-}
 
 fn pos(p: w::Position) -> Pos {
     Pos {

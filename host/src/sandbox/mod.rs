@@ -1,6 +1,7 @@
 //! The sandbox: one wasmtime engine, compiled components cached on disk, and a fresh store per
 //! call whose WASI context holds exactly the capabilities the gate granted.
 
+mod bindings;
 mod cache;
 mod fsguard;
 mod fstrace;
@@ -36,27 +37,9 @@ use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-/// The WIT bindings of the `toolgate:tool` world, version 0.1.0.
-pub(crate) mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../tools-wit/wit/since_v0.1.0",
-        world: "tool",
-        exports: { default: async },
-    });
-}
-
-pub(crate) use bindings::toolgate::tool::types as wit;
-
-/// The WIT bindings of the host capabilities (`toolgate:host@0.1.0`): the `exec` interface.
-pub(crate) mod exec_bindings {
-    wasmtime::component::bindgen!({
-        path: "../tools-wit/wit/host/since_v0.1.0",
-        world: "exec-host",
-        imports: { default: async },
-    });
-}
-
-use exec_bindings::toolgate::host::exec as wexec;
+use bindings::since_v0_1_0::exec::toolgate::host::exec as wexec;
+use bindings::since_v0_1_0::tool as tool_bindings;
+pub(crate) use tool_bindings::toolgate::tool::types as wit;
 
 /// Calls that can run at the same time (instance slots in the pooling allocator). A call
 /// beyond this fails with an error instead of queueing without bound.
@@ -111,7 +94,7 @@ impl WasiView for CallState {
     }
 }
 
-impl bindings::toolgate::tool::types::Host for CallState {}
+impl wit::Host for CallState {}
 
 fn to_wit_outcome(o: crate::exec::Outcome) -> wexec::Outcome {
     use crate::exec::run::State;
@@ -162,7 +145,7 @@ impl wexec::Host for CallState {
 /// A component compiled and linked, ready to be instantiated once per call.
 #[derive(Clone)]
 pub struct Loaded {
-    pre: bindings::ToolPre<CallState>,
+    pre: tool_bindings::ToolPre<CallState>,
     /// The interfaces the component imports, e.g. `wasi:filesystem/types@0.2.6`.
     pub imports: Vec<String>,
     /// Hex sha256 of the component's bytes.
@@ -274,7 +257,7 @@ impl Sandbox {
                     name: name.to_string(),
                     message: format!("{e:#}"),
                 })?;
-        let pre = bindings::ToolPre::new(instance_pre).map_err(|e| Error::ComponentLoad {
+        let pre = tool_bindings::ToolPre::new(instance_pre).map_err(|e| Error::ComponentLoad {
             name: name.to_string(),
             message: format!("it does not export the toolgate:tool@0.1.0 world: {e:#}"),
         })?;

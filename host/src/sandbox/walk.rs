@@ -46,15 +46,7 @@ use super::wasi::Preopen;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The WIT bindings of `toolgate:fs@0.1.0`.
-pub(crate) mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../tools-wit/wit/fs/since_v0.1.0",
-        world: "walk-host",
-    });
-}
-
-use bindings::toolgate::fs::walk as w;
+use super::bindings::since_v0_1_0::fs::toolgate::fs::walk as w;
 
 /// The interface a walking tool imports (any version).
 pub const WALK_INTERFACE_PREFIX: &str = "toolgate:fs/walk";
