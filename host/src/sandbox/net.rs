@@ -169,7 +169,8 @@ pub struct NetGrant {
     /// When the whole call must be over: a body still streaming then ends with an error (a
     /// guest blocked in a host read is not reached by the epoch deadline).
     pub deadline: Option<std::time::Instant>,
-    /// What the host refused during this call, in words, for the observation.
+    /// What the host refused during this call, in words; the sandbox hands them back in the
+    /// call's [`CallReport`](super::CallReport).
     pub refusals: Arc<Mutex<Vec<String>>>,
     /// Credentials the host puts into requests to their hosts ([`creds`]).
     pub credentials: creds::Credentials,

@@ -1,5 +1,6 @@
 //! The WIT bindings of `toolgate:search@0.1.0` and `@0.2.0`, and the two versions linked
-//! together.
+//! together. They are here, not in `sandbox::bindings`, because they map the reader resource
+//! to [`super::Reader`].
 
 /// `toolgate:search@0.1.0` (the files' contents only).
 pub(crate) mod v1 {
