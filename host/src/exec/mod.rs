@@ -334,18 +334,18 @@ pub async fn host_run(
     text: &str,
     background: bool,
     cancel: &CancelToken,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, ExecError> {
     let Some(grant) = grant else {
-        return Err("refused: this tool was not granted the exec capability for this call".into());
+        return Err(ExecError::NotGranted);
     };
     let Some(approved) = grant.approved.take() else {
-        return Err("refused: no command was approved for this call (or it already ran)".into());
+        return Err(ExecError::NotApproved);
     };
     if approved.text != text {
-        return Err(format!(
-            "refused: the gate approved `{}`, not `{text}`; only the approved command runs",
-            approved.text
-        ));
+        return Err(ExecError::NotTheApprovedCommand {
+            approved: approved.text,
+            asked: text.to_string(),
+        });
     }
     let _ = background; // the approved flag decides
     let host = grant.host.clone();
@@ -356,26 +356,27 @@ pub async fn host_run(
         run::run_approved(&host, &session, &call_id, approved, cancel)
     })
     .await
-    .map_err(|e| format!("the exec worker failed: {e}"))?
-    .map_err(|e| e.to_string())
+    .map_err(|e| ExecError::Worker(e.to_string()))?
 }
 
 /// The `job-output` host function.
-pub async fn host_job_output(grant: Option<&ExecGrant>, job_id: &str) -> Result<Outcome, String> {
+pub async fn host_job_output(
+    grant: Option<&ExecGrant>,
+    job_id: &str,
+) -> Result<Outcome, ExecError> {
     let Some(grant) = grant else {
-        return Err("refused: this tool was not granted the exec capability".into());
+        return Err(ExecError::JobsNotGranted);
     };
     grant
         .host
         .jobs
         .output(&grant.host, &grant.session, job_id, &grant.call_id)
-        .map_err(|e| e.to_string())
 }
 
 /// The `job-kill` host function.
-pub async fn host_job_kill(grant: Option<&ExecGrant>, job_id: &str) -> Result<Outcome, String> {
+pub async fn host_job_kill(grant: Option<&ExecGrant>, job_id: &str) -> Result<Outcome, ExecError> {
     let Some(grant) = grant else {
-        return Err("refused: this tool was not granted the exec capability".into());
+        return Err(ExecError::JobsNotGranted);
     };
     let host = grant.host.clone();
     let (session, id, call_id) = (
@@ -385,8 +386,7 @@ pub async fn host_job_kill(grant: Option<&ExecGrant>, job_id: &str) -> Result<Ou
     );
     tokio::task::spawn_blocking(move || host.jobs.kill(&host, &session, &id, &call_id))
         .await
-        .map_err(|e| format!("the exec worker failed: {e}"))?
-        .map_err(|e| e.to_string())
+        .map_err(|e| ExecError::Worker(e.to_string()))?
 }
 
 #[cfg(test)]

@@ -127,18 +127,21 @@ impl wexec::Host for CallState {
         crate::exec::host_run(self.exec.as_mut(), &cmd.text, cmd.background, &self.cancel)
             .await
             .map(to_wit_outcome)
+            .map_err(|e| e.to_string())
     }
 
     async fn job_output(&mut self, job_id: String) -> Result<wexec::Outcome, String> {
         crate::exec::host_job_output(self.exec.as_ref(), &job_id)
             .await
             .map(to_wit_outcome)
+            .map_err(|e| e.to_string())
     }
 
     async fn job_kill(&mut self, job_id: String) -> Result<wexec::Outcome, String> {
         crate::exec::host_job_kill(self.exec.as_ref(), &job_id)
             .await
             .map(to_wit_outcome)
+            .map_err(|e| e.to_string())
     }
 }
 
