@@ -499,35 +499,32 @@ mod linux {
                 continue;
             };
             let id = req.id;
-            match launch(&req, got.fds) {
-                Ok(mut child) => {
-                    let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
-                    send(&sock, &Reply::Started { id, pid });
-                    let reaper_sock = sock.clone();
-                    let reaper =
-                        std::thread::Builder::new()
-                            .stack_size(64 << 10)
-                            .spawn(move || {
-                                use std::os::unix::process::ExitStatusExt;
-                                let (code, signal) = match child.wait() {
-                                    Ok(s) => (s.code(), s.signal()),
-                                    Err(_) => (None, None),
-                                };
-                                send(&reaper_sock, &Reply::Exited { id, code, signal });
-                            });
-                    if reaper.is_err() {
-                        // No thread for it: report it as ended so the host kills its group.
-                        send(
-                            &sock,
-                            &Reply::Exited {
-                                id,
-                                code: None,
-                                signal: None,
-                            },
-                        );
+            // The command's thread exists before the command does: the spawner shares the
+            // commands' pids cgroup, so a command that fills the limit cannot leave its own
+            // start or end unreported.
+            let worker_sock = sock.clone();
+            let worker = std::thread::Builder::new()
+                .stack_size(256 << 10)
+                .spawn(move || match launch(&req, got.fds) {
+                    Ok(mut child) => {
+                        use std::os::unix::process::ExitStatusExt;
+                        let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
+                        send(&worker_sock, &Reply::Started { id, pid });
+                        let (code, signal) = match child.wait() {
+                            Ok(s) => (s.code(), s.signal()),
+                            Err(_) => (None, None),
+                        };
+                        send(&worker_sock, &Reply::Exited { id, code, signal });
                     }
-                }
-                Err(error) => send(&sock, &Reply::Failed { id, error }),
+                    Err(error) => send(&worker_sock, &Reply::Failed { id, error }),
+                });
+            if let Err(e) = worker {
+                let error = format!(
+                    "the spawner could not start a thread for the command ({e}): the process \
+                     limit `[shell] max_processes` is probably reached by running commands; \
+                     stop a background job with job_kill, or raise the limit"
+                );
+                send(&sock, &Reply::Failed { id, error });
             }
         }
         ExitCode::SUCCESS
