@@ -177,7 +177,8 @@ pub struct ExecConfig {
     pub banned: Vec<String>,
     /// Content budget for stdout + stderr previews.
     pub output_budget: usize,
-    /// Most processes and threads one command may have at once.
+    /// Most processes and threads the gate's running commands may have at once, together (a
+    /// command forked from the host, such as a language server, has this limit of its own).
     pub max_processes: u32,
     /// Host paths mounted read-only into every command's view (`[shell] read`).
     pub read: Vec<PathBuf>,
