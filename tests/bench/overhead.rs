@@ -3,7 +3,8 @@
 //! 1. per-call overhead: `read` of a 35-byte file through the whole gate on a warm host
 //!    (p50/p99 over many calls), and the bare sandbox call without the gate;
 //! 2. shell overhead: `true` spawned plainly, spawned with the shell's confinement (Landlock,
-//!    network + mount namespaces, scrubbed env), and run through the whole gate as a `shell` call;
+//!    network + mount namespaces, scrubbed env), and run through the whole gate as a `shell` call,
+//!    back to back and at an agent's pace (one every 100 ms, beside a plain spawn at that pace);
 //! 3. search throughput: `grep` and `glob` over a large real tree, side by side with ripgrep
 //!    (`rg -j1` and `rg`) in the same run, with the ratios.
 //!
