@@ -405,6 +405,47 @@ async fn process_count_is_limited() {
     assert!(o.content.contains("fine"));
 }
 
+/// A command too large for the spawner's socket (over 128 KiB) is forked from the host: its
+/// process limit is still enforced (a cgroup of its own), not only reported.
+#[tokio::test]
+async fn a_command_too_large_for_the_spawner_still_has_a_process_limit() {
+    let ws = Ws::new();
+    let g = gate(
+        &ws,
+        "mode = \"ask\"\n[shell]\nmax_processes = 20\n",
+        &["shell"],
+        None,
+    )
+    .await;
+    // The fork bomb of `process_count_is_limited`, padded past the spawner's request size
+    // with four 50 KiB arguments (one argument may not pass 128 KiB).
+    let word = "a".repeat(50 * 1024);
+    let o = sh(
+        &g,
+        &format!(
+            "sh -c 'i=0; while [ $i -lt 60 ]; do sleep 1 & i=$((i+1)); done; wait' x {word} {word} {word} {word}"
+        ),
+    )
+    .await;
+    assert_eq!(o.data["spawner"], false, "{}", o.summary);
+    assert_eq!(
+        o.data["confinement"]["pids_limit"],
+        json!(20),
+        "{}",
+        o.summary
+    );
+    assert!(
+        o.content.contains("fork"),
+        "the limit was not enforced: {}",
+        o.content
+    );
+    // A small command afterwards goes through the spawner, under the shared limit.
+    let o = sh(&g, "echo small").await;
+    assert_eq!(o.status, Status::Ok, "{o:#?}");
+    assert_eq!(o.data["spawner"], true, "{o:#?}");
+    assert_eq!(o.data["confinement"]["pids_limit"], json!(20), "{o:#?}");
+}
+
 /// The spawner that starts commands can die (killed by the OOM killer, by hand): a command it
 /// was running is reported and its group killed instead of waiting forever, and the next
 /// command starts a new spawner, confined as before.

@@ -292,8 +292,8 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Exe
     let Prepared {
         request,
         dirs,
-        pids,
-        confinement,
+        mut pids,
+        mut confinement,
         git_watch,
     } = super::prepare::prepare_spawned(host, approved)?;
     let shared: Arc<(Mutex<Progress>, Condvar)> = Arc::new(Default::default());
@@ -307,6 +307,12 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Exe
         match start_with_spawner(host, &request, pids.as_ref(), net, &shared)? {
             Some((pid, readers)) => (pid, readers, true),
             None => {
+                // Forked from the host after all (a request too large for the spawner): the
+                // command gets a pids cgroup of its own instead of the spawner's.
+                if request.shared_pids {
+                    pids = confine::PidsCgroup::create(host.config.max_processes);
+                    confinement.pids_limit = pids.as_ref().map(|p| p.limit());
+                }
                 let (pid, readers) = start_in_process(&request, pids.as_ref(), net, &shared)?;
                 (pid, readers, false)
             }
