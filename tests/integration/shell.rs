@@ -380,6 +380,10 @@ async fn big_output_is_previewed_with_totals_and_saved() {
     assert!(o.content.starts_with("1\n2\n"));
 }
 
+/// Sixty background `sleep`s: past a limit of 20 processes, dash reports a failed fork at
+/// once (bash would retry with growing sleeps).
+const FORK_BOMB: &str = "sh -c 'i=0; while [ $i -lt 60 ]; do sleep 1 & i=$((i+1)); done; wait'";
+
 /// A fork bomb stops at the pids cgroup's limit instead of taking the machine down.
 #[tokio::test]
 async fn process_count_is_limited() {
@@ -391,12 +395,7 @@ async fn process_count_is_limited() {
         None,
     )
     .await;
-    // dash reports a failed fork at once (bash would retry with growing sleeps).
-    let o = sh(
-        &g,
-        "sh -c 'i=0; while [ $i -lt 60 ]; do sleep 1 & i=$((i+1)); done; wait'",
-    )
-    .await;
+    let o = sh(&g, FORK_BOMB).await;
     assert_eq!(o.data["confinement"]["pids_limit"], json!(20), "{o:#?}");
     assert!(o.content.contains("fork"), "{}", o.content);
     // Everything else runs as usual, and nothing is left in the cgroup afterwards.
@@ -420,13 +419,7 @@ async fn a_command_too_large_for_the_spawner_still_has_a_process_limit() {
     // The fork bomb of `process_count_is_limited`, padded past the spawner's request size
     // with four 50 KiB arguments (one argument may not pass 128 KiB).
     let word = "a".repeat(50 * 1024);
-    let o = sh(
-        &g,
-        &format!(
-            "sh -c 'i=0; while [ $i -lt 60 ]; do sleep 1 & i=$((i+1)); done; wait' x {word} {word} {word} {word}"
-        ),
-    )
-    .await;
+    let o = sh(&g, &format!("{FORK_BOMB} x {word} {word} {word} {word}")).await;
     assert_eq!(o.data["spawner"], false, "{}", o.summary);
     assert_eq!(
         o.data["confinement"]["pids_limit"],

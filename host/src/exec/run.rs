@@ -307,8 +307,8 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Exe
         match start_with_spawner(host, &request, pids.as_ref(), net, &shared)? {
             Some((pid, readers)) => (pid, readers, true),
             None => {
-                // Forked from the host after all (a request too large for the spawner): the
-                // command gets a pids cgroup of its own instead of the spawner's.
+                // Forked from the host after all (a request too large for the spawner, or a
+                // spawner outside its cgroup): the command gets a pids cgroup of its own.
                 if request.shared_pids {
                     pids = confine::PidsCgroup::create(host.config.max_processes);
                     confinement.pids_limit = pids.as_ref().map(|p| p.limit());

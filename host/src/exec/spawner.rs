@@ -227,21 +227,14 @@ mod linux {
             fds: Vec<OwnedFd>,
             on_exit: OnExit,
         ) -> Result<i32, StartError> {
-            let conn = match self.conn() {
-                Ok(c) if req.shared_pids && !c.in_group => Err(StartError::Unavailable(
-                    "it is not in its pids cgroup".into(),
-                )),
-                other => other,
-            };
-            // A command prepared for the shared process limit never runs without it.
-            let conn = conn.map_err(|e| match e {
-                StartError::Unavailable(why) if req.shared_pids => StartError::Failed(format!(
-                    "the spawner that holds the process limit could not be restarted ({why}); \
-                     run the call again, or set `[shell] max_processes` to a value this host \
-                     accepts"
-                )),
-                e => e,
-            })?;
+            let conn = self.conn()?;
+            // A command prepared for the shared process limit starts here only inside it;
+            // otherwise the host forks it with a cgroup of its own (`run::spawn`).
+            if req.shared_pids && !conn.in_group {
+                return Err(StartError::Unavailable(
+                    "the spawner is not in its pids cgroup".into(),
+                ));
+            }
             req.id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
             let body = serde_json::to_vec(&req)
                 .map_err(|e| StartError::Unavailable(format!("encoding the request: {e}")))?;
