@@ -13,7 +13,6 @@ use crate::state::StateDb;
 use crate::tools::registry::RegisteredTool;
 use crate::tools::{Ceiling, Registry, Risk, ToolInfo};
 use crate::workspace::Workspace;
-use serde_json::json;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -79,24 +78,16 @@ impl Gate {
     /// Open the gate for a workspace: load the policy, the tools and the state database. A
     /// policy with problems stops here with every problem listed.
     pub async fn open(options: GateOptions) -> Result<Self> {
-        // The JSON Schema meta-schema every tool's input schema is checked against is built
-        // once per process (its patterns are compiled into automata: ~10 ms). Build it beside
-        // the policy and state set-up instead of after them, on the first tool load.
-        static WARM_SCHEMAS: std::sync::Once = std::sync::Once::new();
-        WARM_SCHEMAS.call_once(|| {
-            let _ = std::thread::Builder::new()
-                .name("toolgate-warm".into())
-                .spawn(|| {
-                    let _ = jsonschema::validator_for(&json!({"type": "object"}));
-                });
-        });
-        let probe = Workspace::new(&options.workspace, &[])?;
+        // The JSON Schema meta-schemas tools' input schemas are checked against are built once
+        // per process (~4-12 ms): beside the policy and state set-up, not on the first tool load.
+        crate::tools::input_schema::warm(options.sandbox.one_shot);
+        let probe_root = Workspace::root_of(&options.workspace)?;
         let user = options
             .user_dirs
             .clone()
             .unwrap_or_else(crate::userdirs::UserDirs::from_env);
         let sources = crate::policy::LayerSources {
-            workspace: probe.root().to_path_buf(),
+            workspace: probe_root,
             user: Some(user.clone()),
             cli: options.policy.clone(),
             cli_mode: options.mode,
@@ -149,7 +140,7 @@ impl Gate {
             }
         }
         let denied_globs = workspace.guest_denied_globs();
-        let fs_deny = Arc::new(FsDeny::new(Workspace::new(workspace.root(), &secrets)?));
+        let fs_deny = Arc::new(FsDeny::new(workspace.share()));
         let project_grants = ProjectGrants::signed(
             workspace
                 .state_dir()
@@ -178,13 +169,13 @@ impl Gate {
                 },
             )
             .with_secrets({
-                let deny = Workspace::new(workspace.root(), &secrets)?;
+                let deny = workspace.share();
                 Box::new(move |rel: &str| deny.is_secret(rel))
             }),
         );
         let lsp = Arc::new(crate::exec::lsp::LspHost::new(
             exec_host.clone(),
-            Workspace::new(workspace.root(), &secrets)?,
+            workspace.share(),
             super::lsp::config(&policy, workspace.root()),
         ));
         Ok(Gate {

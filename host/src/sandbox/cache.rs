@@ -8,7 +8,12 @@
 //!   length and sha256, and the tool's self-description and imports once they are known, so a
 //!   listing needs no compiled code at all.
 //!
-//! The artifact is mapped only after its bytes matched the sidecar's sha256 (streamed, no copy).
+//! The artifact is mapped only after its bytes matched the sidecar's sha256 (streamed, no copy),
+//! or when the file is the very one that was hashed: the sidecar records the artifact's identity
+//! (device, inode, length, modification and change times) when this host wrote or last verified
+//! it, and any write to the file, a rename over it or a copy of the cache changes that identity
+//! (the change time is set by the kernel; no call lets user space choose it). Hashing the
+//! ~10 MB artifact was a third of a one-shot call's start.
 
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -38,8 +43,35 @@ pub(crate) struct ToolMeta {
 struct Sidecar {
     artifact_len: u64,
     artifact_sha256: String,
+    /// The artifact file's identity when its bytes last matched `artifact_sha256`.
+    #[serde(default)]
+    artifact_stamp: Option<Stamp>,
     #[serde(default)]
     meta: Option<ToolMeta>,
+}
+
+/// A file's identity: a write to it, a rename over it or a copy changes at least one field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt as _;
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+        }
+    }
 }
 
 pub(crate) struct ArtifactCache {
@@ -93,8 +125,14 @@ impl ArtifactCache {
             return Ok((self.compile(engine, name, bytes)?, None));
         };
         let (artifact, sidecar) = (with_ext(&stem, "cwasm"), with_ext(&stem, "json"));
-        if let Some(found) = read_sidecar(&sidecar) {
-            if artifact_matches(&artifact, &found) {
+        if let Some(mut found) = read_sidecar(&sidecar) {
+            if let Some(verified) = artifact_matches(&artifact, &found) {
+                if found.artifact_stamp != Some(verified) {
+                    // Hashed now (a cache written by an older host, or copied): remember the
+                    // file, so the next start need not hash it again. Failing costs only time.
+                    found.artifact_stamp = Some(verified);
+                    let _ = write_sidecar(&sidecar, &found);
+                }
                 // SAFETY: the file is an artifact this host serialized itself with an engine of
                 // the same compatibility hash (it is in the file name), and its bytes just
                 // matched the length and sha256 recorded beside it when it was written, so it
@@ -179,14 +217,18 @@ fn write_sidecar(file: &Path, sidecar: &Sidecar) -> std::io::Result<()> {
     crate::fsutil::write_atomic(file, text.as_bytes())
 }
 
-/// Whether the artifact file has the length and sha256 its sidecar recorded (read in blocks,
-/// so checking costs no copy of the whole file).
-fn artifact_matches(file: &Path, sidecar: &Sidecar) -> bool {
-    let Ok(mut f) = std::fs::File::open(file) else {
-        return false;
-    };
-    if f.metadata().map(|m| m.len()).ok() != Some(sidecar.artifact_len) {
-        return false;
+/// The artifact file's identity when it has the length and sha256 its sidecar recorded: not
+/// read at all when it is the file the sidecar says was verified, else read in blocks (no copy
+/// of the whole file) and hashed.
+fn artifact_matches(file: &Path, sidecar: &Sidecar) -> Option<Stamp> {
+    let mut f = std::fs::File::open(file).ok()?;
+    let meta = f.metadata().ok()?;
+    let stamp = Stamp::of(&meta);
+    if !meta.is_file() || meta.len() != sidecar.artifact_len {
+        return None;
+    }
+    if sidecar.artifact_stamp == Some(stamp) {
+        return Some(stamp);
     }
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 256 << 10];
@@ -199,10 +241,11 @@ fn artifact_matches(file: &Path, sidecar: &Sidecar) -> bool {
                 total += n as u64;
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return false,
+            Err(_) => return None,
         }
     }
-    total == sidecar.artifact_len && hex::encode(hasher.finalize()) == sidecar.artifact_sha256
+    (total == sidecar.artifact_len && hex::encode(hasher.finalize()) == sidecar.artifact_sha256)
+        .then_some(stamp)
 }
 
 fn write_entry(artifact: &Path, sidecar: &Path, serialized: &[u8]) -> std::io::Result<()> {
@@ -210,11 +253,17 @@ fn write_entry(artifact: &Path, sidecar: &Path, serialized: &[u8]) -> std::io::R
         std::fs::create_dir_all(dir)?;
     }
     crate::fsutil::write_atomic(artifact, serialized)?;
+    // The file as it lies now (the rename was its last change): what the next start checks.
+    let artifact_stamp = std::fs::symlink_metadata(artifact)
+        .ok()
+        .filter(|m| m.is_file() && m.len() == serialized.len() as u64)
+        .map(|m| Stamp::of(&m));
     write_sidecar(
         sidecar,
         &Sidecar {
             artifact_len: serialized.len() as u64,
             artifact_sha256: hex::encode(Sha256::digest(serialized)),
+            artifact_stamp,
             meta: None,
         },
     )
@@ -231,42 +280,5 @@ fn default_dir() -> Option<PathBuf> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
-mod tests {
-    use super::*;
-
-    fn sidecar_for(bytes: &[u8]) -> Sidecar {
-        Sidecar {
-            artifact_len: bytes.len() as u64,
-            artifact_sha256: hex::encode(Sha256::digest(bytes)),
-            meta: None,
-        }
-    }
-
-    #[test]
-    fn an_artifact_must_match_its_sidecar() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("a.cwasm");
-        std::fs::write(&file, b"artifact bytes").unwrap();
-        assert!(artifact_matches(&file, &sidecar_for(b"artifact bytes")));
-        assert!(!artifact_matches(&file, &sidecar_for(b"artifact bytez")));
-        assert!(!artifact_matches(&file, &sidecar_for(b"artifact")));
-        assert!(!artifact_matches(
-            &dir.path().join("none"),
-            &sidecar_for(b"")
-        ));
-    }
-
-    #[test]
-    fn a_changed_sidecar_is_ignored() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("a.json");
-        write_sidecar(&file, &sidecar_for(b"x")).unwrap();
-        assert!(read_sidecar(&file).is_some());
-        let text = std::fs::read_to_string(&file)
-            .unwrap()
-            .replace("\"artifact_len\":1", "\"artifact_len\":2");
-        std::fs::write(&file, text).unwrap();
-        assert!(read_sidecar(&file).is_none());
-    }
-}
+#[path = "cache_tests.rs"]
+mod tests;

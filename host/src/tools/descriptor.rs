@@ -152,11 +152,12 @@ pub(super) fn register(
 ) -> Result<RegisteredTool> {
     let mut info = view(meta, expected_name, builtin, &loaded.digest)?;
     info.imports = loaded.imports.clone();
-    let validator =
-        jsonschema::validator_for(&info.input_schema).map_err(|e| Error::ComponentLoad {
+    let validator = super::input_schema::validator(&info.input_schema, builtin).map_err(|e| {
+        Error::ComponentLoad {
             name: info.name.clone(),
             message: format!("its input schema is not a valid JSON Schema: {e}"),
-        })?;
+        }
+    })?;
     Ok(RegisteredTool {
         info,
         loaded,

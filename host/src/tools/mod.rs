@@ -5,6 +5,7 @@
 pub mod builtin;
 pub mod descriptor;
 pub mod image;
+pub mod input_schema;
 pub mod observation;
 pub mod output_schema;
 pub mod plugin_load;

@@ -103,8 +103,9 @@ pub struct ScopeDenial {
 #[derive(Debug)]
 pub struct Workspace {
     root: PathBuf,
-    secrets: GlobSet,
-    secret_patterns: Vec<String>,
+    /// Compiled once per gate and shared by its copies ([`Workspace::share`]): ~1 ms each.
+    secrets: Arc<GlobSet>,
+    secret_patterns: Arc<[String]>,
     /// Where the deny-listed files are (their inodes), for their hard links: the shell's
     /// cached walk, refreshed only when a file with more than one link is met.
     links: Finder,
@@ -123,16 +124,7 @@ const SECRET_FIX: &str = "if this file is not a secret, give it a name the deny-
 impl Workspace {
     /// Open the workspace at `root` with the default secrets plus `extra_secrets`.
     pub fn new(root: &Path, extra_secrets: &[String]) -> Result<Self> {
-        let root = root.canonicalize().map_err(|e| Error::Workspace {
-            path: root.to_path_buf(),
-            message: format!("cannot be opened: {e}"),
-        })?;
-        if !root.is_dir() {
-            return Err(Error::Workspace {
-                path: root,
-                message: "is not a directory".into(),
-            });
-        }
+        let root = Self::root_of(root)?;
         let mut patterns: Vec<String> = DEFAULT_SECRETS.iter().map(|s| s.to_string()).collect();
         patterns.extend(extra_secrets.iter().cloned());
         let mut set = GlobSetBuilder::new();
@@ -150,14 +142,44 @@ impl Workspace {
             path: root.clone(),
             message: format!("secret patterns: {e}"),
         })?;
+        Ok(Self::with(root, Arc::new(secrets), patterns.into()))
+    }
+
+    /// The canonical root `root` names, or why it cannot be a workspace (what [`Workspace::new`]
+    /// checks first, without compiling the deny-list).
+    pub fn root_of(root: &Path) -> Result<PathBuf> {
+        let canonical = root.canonicalize().map_err(|e| Error::Workspace {
+            path: root.to_path_buf(),
+            message: format!("cannot be opened: {e}"),
+        })?;
+        if !canonical.is_dir() {
+            return Err(Error::Workspace {
+                path: canonical,
+                message: "is not a directory".into(),
+            });
+        }
+        Ok(canonical)
+    }
+
+    /// Another handle on this workspace with the same root and deny-list (compiled once), and
+    /// its own cache of where the secrets' hard links are.
+    pub fn share(&self) -> Workspace {
+        Self::with(
+            self.root.clone(),
+            self.secrets.clone(),
+            self.secret_patterns.clone(),
+        )
+    }
+
+    fn with(root: PathBuf, secrets: Arc<GlobSet>, secret_patterns: Arc<[String]>) -> Workspace {
         let matcher = secrets.clone();
         let links = Finder::new(root.clone(), Box::new(move |rel| matcher.is_match(rel)));
-        Ok(Workspace {
+        Workspace {
             root,
             secrets,
-            secret_patterns: patterns,
+            secret_patterns,
             links,
-        })
+        }
     }
 
     /// The deny-listed file a regular file with identity `(dev, ino)` and `nlink` links is a
@@ -195,7 +217,7 @@ impl Workspace {
 
     /// Globs a walking guest must skip: the secrets and the host's state directory.
     pub fn guest_denied_globs(&self) -> Vec<String> {
-        let mut globs = self.secret_patterns.clone();
+        let mut globs = self.secret_patterns.to_vec();
         globs.push(STATE_DIR.to_string());
         globs.push(format!("{STATE_DIR}/**"));
         globs

@@ -1,0 +1,80 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::*;
+
+fn sidecar_for(bytes: &[u8]) -> Sidecar {
+    Sidecar {
+        artifact_len: bytes.len() as u64,
+        artifact_sha256: hex::encode(Sha256::digest(bytes)),
+        artifact_stamp: None,
+        meta: None,
+    }
+}
+
+#[test]
+fn an_artifact_must_match_its_sidecar() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a.cwasm");
+    std::fs::write(&file, b"artifact bytes").unwrap();
+    assert!(artifact_matches(&file, &sidecar_for(b"artifact bytes")).is_some());
+    assert!(artifact_matches(&file, &sidecar_for(b"artifact bytez")).is_none());
+    assert!(artifact_matches(&file, &sidecar_for(b"artifact")).is_none());
+    assert!(artifact_matches(&dir.path().join("none"), &sidecar_for(b"")).is_none());
+}
+
+#[test]
+fn a_verified_artifact_is_not_hashed_again_until_the_file_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (artifact, sidecar) = (dir.path().join("a.cwasm"), dir.path().join("a.json"));
+    write_entry(&artifact, &sidecar, b"artifact bytes").unwrap();
+    let mut found = read_sidecar(&sidecar).unwrap();
+    let stamp = found
+        .artifact_stamp
+        .expect("written with the file's identity");
+    assert_eq!(artifact_matches(&artifact, &found), Some(stamp));
+    // The recorded identity is what skips the hash: with a wrong sum it still matches...
+    found.artifact_sha256 = hex::encode(Sha256::digest(b"other bytes"));
+    assert_eq!(artifact_matches(&artifact, &found), Some(stamp));
+
+    // ...until the file is written, even in place with the same length and its modification
+    // time put back: the change time moves, so the bytes are hashed, and refused.
+    let modified = std::fs::metadata(&artifact).unwrap().modified().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    {
+        use std::io::{Seek, Write};
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&artifact)
+            .unwrap();
+        f.seek(std::io::SeekFrom::Start(0)).unwrap();
+        f.write_all(b"ARTIFACT").unwrap();
+        f.set_modified(modified).unwrap();
+    }
+    let found = read_sidecar(&sidecar).unwrap();
+    assert_eq!(found.artifact_stamp, Some(stamp));
+    assert_eq!(
+        artifact_matches(&artifact, &found),
+        None,
+        "a rewritten artifact was trusted"
+    );
+
+    // A file put in its place by a rename (same bytes, same length) is hashed, and accepted.
+    let other = dir.path().join("b");
+    std::fs::write(&other, b"artifact bytes").unwrap();
+    std::fs::rename(&other, &artifact).unwrap();
+    let again = artifact_matches(&artifact, &found).expect("same bytes");
+    assert_ne!(again, stamp);
+}
+
+#[test]
+fn a_changed_sidecar_is_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a.json");
+    write_sidecar(&file, &sidecar_for(b"x")).unwrap();
+    assert!(read_sidecar(&file).is_some());
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("\"artifact_len\":1", "\"artifact_len\":2");
+    std::fs::write(&file, text).unwrap();
+    assert!(read_sidecar(&file).is_none());
+}
