@@ -36,6 +36,7 @@
 
 mod ignores;
 mod listing;
+mod mtimes;
 mod start;
 mod walker;
 
@@ -127,7 +128,6 @@ impl WalkScope {
                 max_depth: options.max_depth,
                 ignore: options.ignore.clone(),
                 no_ignore_files: options.no_ignore_files,
-                with_mtime: options.with_mtime,
                 resume: options.resume.clone(),
             },
             cancel,
@@ -139,26 +139,40 @@ impl WalkScope {
             resume: None,
         };
         let mut bytes = 0usize;
-        while let Some(found) = walker.next(cancel)? {
-            bytes += found.sub.len() + 32;
-            let full = listing.entries.len() + 1 >= page_entries
-                || bytes >= PAGE_BYTES
-                || began.elapsed() >= PAGE_TIME;
-            let sub = found.sub;
-            if full && walker.more() {
-                listing.truncated = true;
-                listing.resume = Some(sub.clone());
+        std::thread::scope(|scope| -> Result<(), String> {
+            let mut times = options.with_mtime.then(|| mtimes::Mtimes::new(scope));
+            while let Some(found) = walker.next(cancel)? {
+                bytes += found.sub.len() + 32;
+                let full = listing.entries.len() + 1 >= page_entries
+                    || bytes >= PAGE_BYTES
+                    || began.elapsed() >= PAGE_TIME;
+                if let (Some(times), false) = (&mut times, found.is_dir) {
+                    times.ask(listing.entries.len(), &found.dir, &found.name);
+                }
+                let sub = found.sub;
+                if full && walker.more() {
+                    listing.truncated = true;
+                    listing.resume = Some(sub.clone());
+                }
+                listing.entries.push(w::Entry {
+                    path: sub,
+                    is_dir: found.is_dir,
+                    depth: found.depth,
+                    mtime_ns: None,
+                });
+                if full {
+                    break;
+                }
             }
-            listing.entries.push(w::Entry {
-                path: sub,
-                is_dir: found.is_dir,
-                depth: found.depth,
-                mtime_ns: found.mtime_ns,
-            });
-            if full {
-                break;
+            if let Some(times) = times {
+                for (i, mtime) in times.finish() {
+                    if let Some(entry) = listing.entries.get_mut(i) {
+                        entry.mtime_ns = mtime;
+                    }
+                }
             }
-        }
+            Ok(())
+        })?;
         listing.errors = walker.errors;
         Ok(listing)
     }

@@ -230,6 +230,52 @@ fn reports_mtimes_when_asked() {
     assert!(l.entries.iter().all(|e| e.is_dir == e.mtime_ns.is_none()));
 }
 
+/// A large page's times are read on a second thread: each still belongs to its own entry,
+/// in every page of a paged walk.
+#[test]
+fn a_large_walks_mtimes_belong_to_their_entries() {
+    let (_d, _o, root, scope) = fixture(None);
+    let base = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+    for i in 0..1500u64 {
+        let rel = format!("many/d{}/f{i:04}.txt", i % 7);
+        put(&root, &rel, "");
+        let f = std::fs::File::options()
+            .write(true)
+            .open(root.join(&rel))
+            .unwrap();
+        f.set_modified(base + std::time::Duration::from_secs(i * 3 + 1))
+            .unwrap();
+    }
+    let mut o = opts();
+    o.with_mtime = true;
+    for page in [50_000, 700] {
+        let mut seen = 0;
+        o.resume = None;
+        loop {
+            let l = scope.list_paged("/workspace/many", &o, None, page).unwrap();
+            for e in &l.entries {
+                if e.is_dir {
+                    assert_eq!(e.mtime_ns, None, "{}", e.path);
+                    continue;
+                }
+                let i: u64 = e.path.rsplit("/f").next().unwrap()[..4].parse().unwrap();
+                assert_eq!(
+                    e.mtime_ns,
+                    Some((1_000_000_000 + i * 3 + 1) * 1_000_000_000),
+                    "page size {page}: {}",
+                    e.path
+                );
+                seen += 1;
+            }
+            if !l.truncated {
+                break;
+            }
+            o.resume = l.resume.clone();
+        }
+        assert_eq!(seen, 1500, "page size {page}");
+    }
+}
+
 /// A directory reached through a symlink (as a racing process could swap one in) is not
 /// listed: the walk opens directories with no symlink anywhere on their path.
 #[cfg(target_os = "linux")]

@@ -8,7 +8,7 @@ use super::{WalkScope, DEFAULT_IGNORES};
 use crate::workspace::Access;
 use ignore::Match;
 use rustix::fd::AsFd as _;
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::{Mode, OFlags};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -48,8 +48,6 @@ pub(crate) struct Found {
     pub(crate) is_dir: bool,
     /// Level below the start (the start's own entries are 1).
     pub(crate) depth: u32,
-    /// Modification time when asked for (`with_mtime`) and the entry is not a directory.
-    pub(crate) mtime_ns: Option<u64>,
 }
 
 /// How a [`Walker`] walks (the WIT `options` without the paging).
@@ -58,7 +56,6 @@ pub(crate) struct WalkOptions {
     pub(crate) max_depth: Option<u32>,
     pub(crate) ignore: Vec<String>,
     pub(crate) no_ignore_files: bool,
-    pub(crate) with_mtime: bool,
     /// Entries up to and including this path (relative to the start) are not returned.
     pub(crate) resume: Option<String>,
 }
@@ -287,17 +284,6 @@ impl Walker {
             let descend = is_dir && self.options.max_depth.is_none_or(|max| depth < max);
             let mut found = None;
             if emit {
-                let mtime_ns = if self.options.with_mtime && !is_dir {
-                    rustix::fs::statat(&*parent, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
-                        .ok()
-                        .and_then(|s| {
-                            let secs = u64::try_from(s.st_mtime).ok()?;
-                            let nanos = s.st_mtime_nsec as u64;
-                            secs.checked_mul(1_000_000_000)?.checked_add(nanos)
-                        })
-                } else {
-                    None
-                };
                 found = Some(Found {
                     sub: sub.clone(),
                     dir: parent.clone(),
@@ -306,7 +292,6 @@ impl Walker {
                     dev: parent_dev,
                     is_dir,
                     depth,
-                    mtime_ns,
                 });
             }
             if descend {
