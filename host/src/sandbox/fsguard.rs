@@ -77,6 +77,8 @@ mod host;
 #[cfg(target_os = "linux")]
 mod locate;
 mod open;
+#[cfg(unix)]
+mod stream;
 #[cfg(target_os = "linux")]
 mod sys;
 

@@ -416,6 +416,17 @@ impl HostDescriptor for GuardedFsView<'_> {
         fd: Resource<Descriptor>,
         offset: types::Filesize,
     ) -> FsResult<Resource<DynInputStream>> {
+        // A regular file is read on the calling thread (see `stream`); anything else, and a
+        // directory's error, as wasmtime-wasi does it.
+        #[cfg(unix)]
+        if let (true, Descriptor::File(f)) =
+            (super::BLOCKING_CURRENT_THREAD, self.inner.table.get(&fd)?)
+        {
+            if let Some(stream) = super::stream::InlineFileStream::new(&f.file, offset) {
+                let stream: DynInputStream = Box::new(stream);
+                return Ok(self.inner.table.push(stream)?);
+            }
+        }
         HostDescriptor::read_via_stream(&mut self.inner, fd, offset)
     }
 
