@@ -193,8 +193,8 @@ class Context:
     def is_denied(self, rel: str) -> bool:
         """Whether the workspace-relative `rel` is on the host's deny-list."""
         if self._denied is None:
-            self._denied = [_matcher(g) for g in self.denied_globs]
-        return any(m(rel) for m in self._denied)
+            self._denied = DenyList(self.denied_globs)
+        return self._denied.matches(rel)
 
 
 _WILD = set("*?[{")
@@ -204,34 +204,82 @@ def _plain(s: str) -> bool:
     return not (_WILD & set(s))
 
 
-def _matcher(glob: str):
-    """A test for one deny-list glob. The shapes the host's patterns have (`**/NAME`,
-    `**/*.EXT`, `**/PREFIX*`, `DIR/**`, `**/DIR/**`, `NAME`) are plain string tests, because
-    compiling regular expressions costs more than a whole call in a fresh plugin instance;
-    anything else becomes a regular expression."""
-    if glob.startswith("**/") and glob.endswith("/**") and _plain(glob[3:-3]):
-        part = "/" + glob[3:-3] + "/"
-        return lambda rel: part in "/" + rel + "/" and not ("/" + rel + "/").endswith(part)
-    if glob.endswith("/**") and _plain(glob[:-3]):
-        prefix = glob[:-3] + "/"
-        return lambda rel: rel.startswith(prefix)
-    if glob.startswith("**/"):
-        rest = glob[3:]
-        if _plain(rest):
-            return lambda rel: rel == rest or rel.endswith("/" + rest)
-        if rest.startswith("*") and "/" not in rest and _plain(rest[1:]):
-            suffix = rest[1:]
-            return lambda rel: rel.rsplit("/", 1)[-1].endswith(suffix)
-        if rest.endswith("*") and "/" not in rest and _plain(rest[:-1]):
-            prefix = rest[:-1]
-            return lambda rel: rel.rsplit("/", 1)[-1].startswith(prefix)
-    if _plain(glob):
-        return lambda rel: rel == glob
-    try:
-        pattern = re.compile(_glob_regex(glob) + r"\Z")
-    except re.error:
-        return lambda rel: False  # the host enforces the deny-list on its side as well
-    return lambda rel: pattern.match(rel) is not None
+class DenyList:
+    """The host's deny-list globs, tested together. The shapes the host's patterns have
+    (`**/NAME`, `**/*.EXT`, `**/PREFIX*`, `**/PRE*SUF`, `DIR/**`, `**/DIR/**`, `NAME`) are
+    sorted into sets and tuples so that one path costs a handful of string tests whatever the
+    number of globs, because compiling regular expressions costs more than a whole call in a
+    fresh plugin instance; anything else becomes a regular expression."""
+
+    def __init__(self, globs):
+        exact, dirs = set(), set()
+        roots, tails, suffixes, prefixes, parts, infixes, regexes = [], [], [], [], [], [], []
+        for glob in globs:
+            if glob.startswith("**/") and glob.endswith("/**") and _plain(glob[3:-3]):
+                # Anything below a directory of that name, at any depth.
+                mid = glob[3:-3]
+                if "/" in mid:
+                    parts.append("/" + mid + "/")
+                else:
+                    dirs.add(mid)
+                continue
+            if glob.endswith("/**") and _plain(glob[:-3]):
+                roots.append(glob[:-3] + "/")
+                continue
+            if glob.startswith("**/"):
+                rest = glob[3:]
+                if _plain(rest):
+                    tails.append("/" + rest)
+                    continue
+                if "/" not in rest and rest.count("*") == 1 and _plain(rest.replace("*", "")):
+                    head, _, tail = rest.partition("*")
+                    if not head:
+                        suffixes.append(tail)
+                    elif not tail:
+                        prefixes.append(head)
+                    else:
+                        infixes.append((head, tail))
+                    continue
+            if _plain(glob):
+                exact.add(glob)
+                continue
+            try:
+                regexes.append(re.compile(_glob_regex(glob) + r"\Z"))
+            except re.error:
+                pass  # the host enforces the deny-list on its side as well
+        self.exact = frozenset(exact)
+        self.dirs = frozenset(dirs)
+        self.roots = tuple(roots)
+        self.tails = tuple(tails)
+        self.suffixes = tuple(suffixes)
+        self.prefixes = tuple(prefixes)
+        self.parts = tuple(parts)
+        self.infixes = tuple(infixes)
+        self.regexes = tuple(regexes)
+
+    def matches(self, rel: str) -> bool:
+        """Whether the workspace-relative `rel` matches one of the globs."""
+        if rel in self.exact or rel.startswith(self.roots):
+            return True
+        slashed = "/" + rel
+        if slashed.endswith(self.tails):
+            return True
+        base = rel.rpartition("/")[2]
+        if base.endswith(self.suffixes) or base.startswith(self.prefixes):
+            return True
+        for head, tail in self.infixes:
+            if len(base) >= len(head) + len(tail) and base.startswith(head) and base.endswith(tail):
+                return True
+        # `**/DIR/**`: a directory of that name above `rel`.
+        if self.dirs and "/" in rel and not self.dirs.isdisjoint(rel.split("/")[:-1]):
+            return True
+        for part in self.parts:
+            if part in slashed:
+                return True
+        for pattern in self.regexes:
+            if pattern.match(rel) is not None:
+                return True
+        return False
 
 
 def output(summary, content, truncated=False, totals=(), data=None):
