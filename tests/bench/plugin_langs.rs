@@ -75,6 +75,16 @@ fn workspace() -> tempfile::TempDir {
     dir
 }
 
+/// Minor page faults of this process so far (`/proc/self/stat`; 0 where there is none).
+fn minor_faults() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Field 10 (minflt), counted after the parenthesised command name.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(7))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 struct Row {
     lang: &'static str,
     size: u64,
@@ -82,6 +92,8 @@ struct Row {
     warm_process: Duration,
     p50: Duration,
     p99: Duration,
+    /// Minor page faults of this process per warm call.
+    faults: u64,
     summary: String,
 }
 
@@ -148,6 +160,7 @@ async fn measure(lang: &'static str, wasm: &Path, manifest: &Path, n: usize) -> 
             .await;
     }
     let mut times = Vec::with_capacity(n);
+    let faults_before = minor_faults();
     for _ in 0..n {
         let t = Instant::now();
         let o = gate
@@ -156,6 +169,7 @@ async fn measure(lang: &'static str, wasm: &Path, manifest: &Path, n: usize) -> 
         times.push(t.elapsed());
         debug_assert_eq!(o.status, Status::Ok);
     }
+    let faults = (minor_faults() - faults_before) / n as u64;
     times.sort();
     Row {
         lang,
@@ -164,6 +178,7 @@ async fn measure(lang: &'static str, wasm: &Path, manifest: &Path, n: usize) -> 
         warm_process,
         p50: percentile(&times, 0.5),
         p99: percentile(&times, 0.99),
+        faults,
         summary: first.content.lines().last().unwrap_or("").to_string(),
     }
 }
@@ -193,6 +208,10 @@ async fn run() {
         Ok(w) => plugins.push(("js", w, examples.join("word-count-js/toolgate-plugin.toml"))),
         Err(e) => println!("js: skipped: {e}"),
     }
+    // `TG_LANGS=python`: only these languages (a comma list), e.g. to profile one of them.
+    if let Ok(only) = std::env::var("TG_LANGS") {
+        plugins.retain(|(lang, _, _)| only.split(',').any(|l| l.trim() == *lang));
+    }
     let mut rows = Vec::new();
     for (lang, wasm, manifest) in &plugins {
         rows.push(measure(lang, wasm, manifest, n).await);
@@ -201,26 +220,38 @@ async fn run() {
         "word-count plugin, `{{\"path\": \"src\"}}` over 40 files of 2 KiB; {n} warm calls each"
     );
     println!(
-        "  {:<7} {:>9} {:>16} {:>16} {:>12} {:>12} {:>9}",
-        "lang", "size", "1st call, cold", "1st call, warm", "p50/call", "p99/call", "p50 vs rust"
+        "  {:<7} {:>9} {:>16} {:>16} {:>12} {:>12} {:>11} {:>12}",
+        "lang",
+        "size",
+        "1st call, cold",
+        "1st call, warm",
+        "p50/call",
+        "p99/call",
+        "p50 vs rust",
+        "faults/call"
     );
-    let rust_p50 = rows[0].p50;
+    let rust_p50 = match rows.iter().find(|r| r.lang == "rust") {
+        Some(r) => r.p50,
+        None => rows.first().map_or(Duration::from_millis(1), |r| r.p50),
+    };
     for r in &rows {
         println!(
-            "  {:<7} {:>7.1}MB {:>13.0} ms {:>13.0} ms {:>9.2} ms {:>9.2} ms {:>8.1}x",
+            "  {:<7} {:>7.1}MB {:>13.0} ms {:>13.0} ms {:>9.2} ms {:>9.2} ms {:>10.1}x {:>12}",
             r.lang,
             r.size as f64 / 1e6,
             ms(r.cold),
             ms(r.warm_process),
             ms(r.p50),
             ms(r.p99),
-            r.p50.as_secs_f64() / rust_p50.as_secs_f64()
+            r.p50.as_secs_f64() / rust_p50.as_secs_f64(),
+            r.faults
         );
     }
     for r in &rows {
         println!("  {} says: {}", r.lang, r.summary);
     }
-    if let Some(py) = rows.iter().find(|r| r.lang == "python") {
+    let has_rust = rows.iter().any(|r| r.lang == "rust");
+    if let Some(py) = rows.iter().find(|r| r.lang == "python" && has_rust) {
         let ratio = py.p50.as_secs_f64() / rust_p50.as_secs_f64();
         println!(
             "  target: a warm Python call within 3x the Rust one: {:.1}x, {}",
