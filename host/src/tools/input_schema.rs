@@ -77,19 +77,19 @@ pub fn draft_neutral(schema: &Value) -> bool {
 
 /// The validator of a tool's input schema. `builtin`: the schema is the host's own (a
 /// draft-neutral one is then compiled as draft 7, see the module's note).
-pub fn validator(
-    schema: &Value,
-    builtin: bool,
-) -> Result<jsonschema::Validator, jsonschema::ValidationError<'static>> {
-    if builtin && draft_neutral(schema) {
-        return jsonschema::options()
+/// The error says why the schema is not a valid JSON Schema.
+pub fn validator(schema: &Value, builtin: bool) -> Result<jsonschema::Validator, String> {
+    let built = if builtin && draft_neutral(schema) {
+        jsonschema::options()
             .with_draft(jsonschema::Draft::Draft7)
             // Draft 7 would check `format`s by default, 2020-12 does not: keep them equal
             // (a draft-neutral schema has none anyway).
             .should_validate_formats(false)
-            .build(schema);
-    }
-    jsonschema::validator_for(schema)
+            .build(schema)
+    } else {
+        jsonschema::validator_for(schema)
+    };
+    built.map_err(|e| e.to_string())
 }
 
 /// Build the meta-schema validators tool loads will need, on a thread of their own, once per

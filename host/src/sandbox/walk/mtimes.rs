@@ -19,6 +19,11 @@ const BATCH: usize = 256;
 
 type Request = (usize, DirFd, String);
 type Answer = (usize, Option<u64>);
+/// The thread reading the times, and where to send it work.
+type Worker<'scope> = (
+    mpsc::Sender<Vec<Request>>,
+    ScopedJoinHandle<'scope, Vec<Answer>>,
+);
 
 /// The times of one page's entries.
 pub(super) struct Mtimes<'scope, 'env> {
@@ -26,10 +31,7 @@ pub(super) struct Mtimes<'scope, 'env> {
     done: Vec<Answer>,
     asked: usize,
     batch: Vec<Request>,
-    worker: Option<(
-        mpsc::Sender<Vec<Request>>,
-        ScopedJoinHandle<'scope, Vec<Answer>>,
-    )>,
+    worker: Option<Worker<'scope>>,
 }
 
 impl<'scope, 'env> Mtimes<'scope, 'env> {
@@ -111,6 +113,8 @@ fn mtime_at(dir: &DirFd, name: &str) -> Option<u64> {
         .ok()
         .and_then(|s| {
             let secs = u64::try_from(s.st_mtime).ok()?;
+            // `st_mtime_nsec`'s type differs between platforms.
+            #[allow(clippy::unnecessary_cast)]
             let nanos = s.st_mtime_nsec as u64;
             secs.checked_mul(1_000_000_000)?.checked_add(nanos)
         })
