@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
 use std::io::Read;
+use std::os::fd::AsRawFd as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use wasmtime::component::Component;
@@ -48,6 +49,12 @@ struct Sidecar {
     artifact_stamp: Option<Stamp>,
     #[serde(default)]
     meta: Option<ToolMeta>,
+}
+
+/// An artifact whose bytes are the recorded ones: its identity, and the open file checked.
+struct Verified {
+    stamp: Stamp,
+    file: std::fs::File,
 }
 
 /// A file's identity: a write to it, a rename over it or a copy changes at least one field.
@@ -126,21 +133,31 @@ impl ArtifactCache {
         };
         let (artifact, sidecar) = (with_ext(&stem, "cwasm"), with_ext(&stem, "json"));
         if let Some(mut found) = read_sidecar(&sidecar) {
-            if let Some(verified) = artifact_matches(&artifact, &found) {
-                if found.artifact_stamp != Some(verified) {
+            if let Some(Verified { stamp, file }) = artifact_matches(&artifact, &found) {
+                if found.artifact_stamp != Some(stamp) {
                     // Hashed now (a cache written by an older host, or copied): remember the
                     // file, so the next start need not hash it again. Failing costs only time.
-                    found.artifact_stamp = Some(verified);
+                    found.artifact_stamp = Some(stamp);
                     let _ = write_sidecar(&sidecar, &found);
                 }
                 // SAFETY: the file is an artifact this host serialized itself with an engine of
-                // the same compatibility hash (it is in the file name), and its bytes just
-                // matched the length and sha256 recorded beside it when it was written, so it
-                // is not truncated or corrupted. wasmtime also checks the header. The cache
-                // directory is the user's own (files 0600): whoever can replace both files can
-                // already run code as the user.
+                // the same compatibility hash (it is in the file name), and its bytes matched the
+                // length and sha256 recorded beside it when it was written (just now, or when
+                // this very file, unchanged since, was last hashed), so it is not truncated or
+                // corrupted. wasmtime also checks the header. The cache directory is the user's
+                // own (files 0600): whoever can replace both files can already run code as the
+                // user. It is mapped through the descriptor that was checked (`/proc/self/fd/N`
+                // opens that very file), not by its name again: a file renamed over the
+                // artifact between the check and the map is not the one mapped.
+                let checked = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+                let map = if checked.exists() {
+                    &checked
+                } else {
+                    &artifact
+                };
                 #[allow(unsafe_code)]
-                let component = unsafe { Component::deserialize_file(engine, &artifact) };
+                let component = unsafe { Component::deserialize_file(engine, map) };
+                drop(file);
                 if let Ok(component) = component {
                     return Ok((component, found.meta));
                 }
@@ -220,7 +237,7 @@ fn write_sidecar(file: &Path, sidecar: &Sidecar) -> std::io::Result<()> {
 /// The artifact file's identity when it has the length and sha256 its sidecar recorded: not
 /// read at all when it is the file the sidecar says was verified, else read in blocks (no copy
 /// of the whole file) and hashed.
-fn artifact_matches(file: &Path, sidecar: &Sidecar) -> Option<Stamp> {
+fn artifact_matches(file: &Path, sidecar: &Sidecar) -> Option<Verified> {
     let mut f = std::fs::File::open(file).ok()?;
     let meta = f.metadata().ok()?;
     let stamp = Stamp::of(&meta);
@@ -228,7 +245,7 @@ fn artifact_matches(file: &Path, sidecar: &Sidecar) -> Option<Stamp> {
         return None;
     }
     if sidecar.artifact_stamp == Some(stamp) {
-        return Some(stamp);
+        return Some(Verified { stamp, file: f });
     }
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 256 << 10];
@@ -245,7 +262,7 @@ fn artifact_matches(file: &Path, sidecar: &Sidecar) -> Option<Stamp> {
         }
     }
     (total == sidecar.artifact_len && hex::encode(hasher.finalize()) == sidecar.artifact_sha256)
-        .then_some(stamp)
+        .then_some(Verified { stamp, file: f })
 }
 
 fn write_entry(artifact: &Path, sidecar: &Path, serialized: &[u8]) -> std::io::Result<()> {
