@@ -51,6 +51,17 @@ struct Sidecar {
     meta: Option<ToolMeta>,
 }
 
+/// A path that opens the very file `file` is (its `/proc/self/fd` link), else `name` (no
+/// `/proc`).
+fn opened_path(file: &std::fs::File, name: &Path) -> PathBuf {
+    let by_fd = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    if by_fd.exists() {
+        by_fd
+    } else {
+        name.to_path_buf()
+    }
+}
+
 /// An artifact whose bytes are the recorded ones: its identity, and the open file checked.
 struct Verified {
     stamp: Stamp,
@@ -149,14 +160,9 @@ impl ArtifactCache {
                 // user. It is mapped through the descriptor that was checked (`/proc/self/fd/N`
                 // opens that very file), not by its name again: a file renamed over the
                 // artifact between the check and the map is not the one mapped.
-                let checked = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
-                let map = if checked.exists() {
-                    &checked
-                } else {
-                    &artifact
-                };
+                let map = opened_path(&file, &artifact);
                 #[allow(unsafe_code)]
-                let component = unsafe { Component::deserialize_file(engine, map) };
+                let component = unsafe { Component::deserialize_file(engine, &map) };
                 drop(file);
                 if let Ok(component) = component {
                     return Ok((component, found.meta));

@@ -70,6 +70,26 @@ fn a_verified_artifact_is_not_hashed_again_until_the_file_changes() {
     assert_ne!(again, stamp);
 }
 
+/// What is mapped is the file that was checked: an artifact renamed over between the check
+/// and the map is not read.
+#[test]
+fn the_checked_file_is_the_one_mapped_even_after_a_rename_over_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (artifact, sidecar) = (dir.path().join("a.cwasm"), dir.path().join("a.json"));
+    write_entry(&artifact, &sidecar, b"artifact bytes").unwrap();
+    let verified = artifact_matches(&artifact, &read_sidecar(&sidecar).unwrap()).unwrap();
+    let other = dir.path().join("b");
+    std::fs::write(&other, b"attacker bytes").unwrap();
+    std::fs::rename(&other, &artifact).unwrap();
+    let map = opened_path(&verified.file, &artifact);
+    assert_eq!(
+        std::fs::read(&map).unwrap(),
+        b"artifact bytes",
+        "mapped {}",
+        map.display()
+    );
+}
+
 #[test]
 fn a_changed_sidecar_is_ignored() {
     let dir = tempfile::tempdir().unwrap();
