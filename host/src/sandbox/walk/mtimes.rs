@@ -68,27 +68,19 @@ impl<'scope, 'env> Mtimes<'scope, 'env> {
             let spawned = std::thread::Builder::new()
                 .name("toolgate-walk-stat".into())
                 .spawn_scoped(self.scope, move || {
-                    let mut out = Vec::new();
-                    for batch in rx {
-                        out.extend(batch.iter().map(|(i, dir, name)| (*i, mtime_at(dir, name))));
-                    }
-                    out
+                    rx.iter().flat_map(|b| times(&b)).collect()
                 });
-            match spawned {
-                Ok(handle) => self.worker = Some((tx, handle)),
-                Err(_) => {
-                    // No thread to be had: read them here, as before.
-                    self.done
-                        .extend(batch.iter().map(|(i, dir, name)| (*i, mtime_at(dir, name))));
-                    return;
-                }
+            if let Ok(handle) = spawned {
+                self.worker = Some((tx, handle));
             }
         }
-        if let Some((tx, _)) = &self.worker {
-            if let Err(mpsc::SendError(batch)) = tx.send(batch) {
-                self.done
-                    .extend(batch.iter().map(|(i, dir, name)| (*i, mtime_at(dir, name))));
-            }
+        // No thread to be had (or it is gone): read them here, as before.
+        let unsent = match &self.worker {
+            Some((tx, _)) => tx.send(batch).err().map(|mpsc::SendError(b)| b),
+            None => Some(batch),
+        };
+        if let Some(batch) = unsent {
+            self.done.extend(times(&batch));
         }
     }
 
@@ -105,6 +97,14 @@ impl<'scope, 'env> Mtimes<'scope, 'env> {
         }
         done
     }
+}
+
+/// The times of a batch, read on the calling thread.
+fn times(batch: &[Request]) -> Vec<Answer> {
+    batch
+        .iter()
+        .map(|(i, dir, name)| (*i, mtime_at(dir, name)))
+        .collect()
 }
 
 /// The modification time of `name` in `dir` (not following a symlink), in ns since the epoch.
