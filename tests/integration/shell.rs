@@ -384,17 +384,22 @@ async fn big_output_is_previewed_with_totals_and_saved() {
 /// once (bash would retry with growing sleeps).
 const FORK_BOMB: &str = "sh -c 'i=0; while [ $i -lt 60 ]; do sleep 1 & i=$((i+1)); done; wait'";
 
-/// A fork bomb stops at the pids cgroup's limit instead of taking the machine down.
-#[tokio::test]
-async fn process_count_is_limited() {
-    let ws = Ws::new();
-    let g = gate(
-        &ws,
+/// A gate whose shell may run at most 20 processes, with `shell` granted.
+async fn gate_with_20_processes(ws: &Ws) -> Gate {
+    gate(
+        ws,
         "mode = \"ask\"\n[shell]\nmax_processes = 20\n",
         &["shell"],
         None,
     )
-    .await;
+    .await
+}
+
+/// A fork bomb stops at the pids cgroup's limit instead of taking the machine down.
+#[tokio::test]
+async fn process_count_is_limited() {
+    let ws = Ws::new();
+    let g = gate_with_20_processes(&ws).await;
     let o = sh(&g, FORK_BOMB).await;
     assert_eq!(o.data["confinement"]["pids_limit"], json!(20), "{o:#?}");
     assert!(o.content.contains("fork"), "{}", o.content);
@@ -409,13 +414,7 @@ async fn process_count_is_limited() {
 #[tokio::test]
 async fn a_command_too_large_for_the_spawner_still_has_a_process_limit() {
     let ws = Ws::new();
-    let g = gate(
-        &ws,
-        "mode = \"ask\"\n[shell]\nmax_processes = 20\n",
-        &["shell"],
-        None,
-    )
-    .await;
+    let g = gate_with_20_processes(&ws).await;
     // The fork bomb of `process_count_is_limited`, padded past the spawner's request size
     // with four 50 KiB arguments (one argument may not pass 128 KiB).
     let word = "a".repeat(50 * 1024);
