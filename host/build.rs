@@ -73,7 +73,7 @@ fn run() -> Result<(), String> {
     println!("cargo:rustc-env=TOOLGATE_GUEST_DIR={}", out.display());
     // The digests of the built-ins, computed here once instead of at every start (the
     // registry names each tool's digest and keys its compiled artifact by it).
-    for guest in table.tools.iter().map(|t| &t.artifact) {
+    for guest in table.embedded() {
         let file = out.join(format!("{guest}.wasm"));
         let bytes =
             std::fs::read(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
@@ -94,6 +94,9 @@ fn builtin_table(manifest_dir: &Path, guests: &Path) -> Result<builtins::Table, 
     builtins::check_members(&table, &guests.join("Cargo.toml"))?;
     let out = PathBuf::from(env::var("OUT_DIR").map_err(|e| e.to_string())?).join("builtins.rs");
     std::fs::write(&out, table.generated())
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    let out = out.with_file_name("parts.rs");
+    std::fs::write(&out, table.generated_parts())
         .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     Ok(table)
 }

@@ -77,6 +77,50 @@ fn a_first_call_compiles_only_the_called_tool_and_says_so() {
     assert_eq!(artifacts(cache.path()).len(), 2);
 }
 
+/// `read`'s image and PDF decoders are a component of their own (`read-media`): a text read
+/// never compiles them; the first image does, once, and says so.
+#[test]
+fn a_text_read_never_compiles_the_image_decoders_and_the_first_image_compiles_them_once() {
+    let ws = Ws::new();
+    ws.write("a.txt", "hello\n");
+    ws.write("a.png", crate::read_media::png(3, 2));
+    let cache = tempfile::tempdir().unwrap();
+    let first = read_ok(&ws, cache.path());
+    assert!(
+        !stderr(&first).contains("images and PDFs"),
+        "{}",
+        stderr(&first)
+    );
+    assert_eq!(artifacts(cache.path()).len(), 1);
+    let image = |ws: &Ws| {
+        let out = run(
+            ws,
+            cache.path(),
+            &["call", "read", r#"{"path": "a.png"}"#, "--compact"],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["tool"], "read", "{v:#}");
+        assert_eq!(v["data"]["format"], "PNG", "{v:#}");
+        assert_eq!(
+            (v["data"]["width"].as_u64(), v["data"]["height"].as_u64()),
+            (Some(3), Some(2))
+        );
+        out
+    };
+    let out = image(&ws);
+    assert!(
+        stderr(&out).contains("compiling read for images and PDFs (first use, ~"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(artifacts(cache.path()).len(), 2);
+    let again = image(&ws);
+    assert!(!stderr(&again).contains("compiling"), "{}", stderr(&again));
+    let text = read_ok(&ws, cache.path());
+    assert!(!stderr(&text).contains("compiling"), "{}", stderr(&text));
+}
+
 #[test]
 fn listing_is_the_same_cold_and_warm_and_includes_an_installed_plugin_which_still_runs() {
     let ws = Ws::new();

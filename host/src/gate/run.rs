@@ -15,7 +15,7 @@ use crate::sandbox::net::{HostPattern, NetGrant};
 use crate::sandbox::{wit, CallReport, Capabilities, GuestResult, Limits, Preopen};
 use crate::state::FileStamp;
 use crate::text::cut_head_tail;
-use crate::tools::registry::PathUse;
+use crate::tools::registry::{PathUse, HAND_OFF};
 use crate::tools::{Ceiling, Observation, Status, Total};
 use crate::workspace::{Access, GUEST_ROOT, OUTPUTS_DIR};
 use serde_json::{json, Value};
@@ -218,6 +218,28 @@ impl Gate {
             result,
             net_refusals: refusals,
         } = report;
+        // A built-in whose component hands the call over (`read`, for an image or a PDF): the
+        // same call, with the same capabilities and limits, in its part. Only a built-in's
+        // own part can answer; from any other component `hand-off` is an error like any other.
+        let result = match result {
+            Ok(GuestResult::ToolError(e)) if e.code == HAND_OFF => {
+                match self
+                    .registry
+                    .part(&self.sandbox, &self.limits, &p.tool)
+                    .await
+                {
+                    None => Ok(GuestResult::ToolError(e)),
+                    Some(Err(e)) => Err(e),
+                    Some(Ok(part)) => {
+                        self.sandbox
+                            .call_report(&part, &caps, &limits, &input, &context, cancel)
+                            .await
+                            .result
+                    }
+                }
+            }
+            other => other,
+        };
         let mut observation = match result {
             Err(e) => observe::limit_or_crash(&name, call_id, e),
             Ok(GuestResult::ToolError(e)) => {

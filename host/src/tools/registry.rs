@@ -32,6 +32,25 @@ macro_rules! builtins {
 
 include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
 
+/// The built-ins' second components (`parts` in `host/builtins.toml`): the tool each is a part
+/// of, what it reads, its bytes and digest.
+macro_rules! parts {
+    ($($of:literal => $stem:literal, $what:literal;)*) => {
+        const PARTS: &[(&str, &str, &[u8], &str)] = &[$((
+            $of,
+            $what,
+            include_bytes!(concat!(env!("TOOLGATE_GUEST_DIR"), "/", $stem, ".wasm")),
+            env!(concat!("TOOLGATE_SHA256_", $stem)),
+        )),*];
+    };
+}
+
+include!(concat!(env!("OUT_DIR"), "/parts.rs"));
+
+/// The error code with which a built-in's component hands a call to its part (the guest
+/// side's `toolgate_reading::HAND_OFF`).
+pub const HAND_OFF: &str = "hand-off";
+
 /// Where the guest build put its components (test guests included).
 #[doc(hidden)]
 pub const GUEST_ARTIFACT_DIR: &str = env!("TOOLGATE_GUEST_DIR");
@@ -48,6 +67,16 @@ struct Slot {
     error: Mutex<Option<String>>,
 }
 
+/// A built-in's second component: run, with the same call and capabilities, when the tool's
+/// own component answers [`HAND_OFF`]; compiled on its first use.
+struct Part {
+    of: &'static str,
+    what: &'static str,
+    bytes: &'static [u8],
+    digest: &'static str,
+    loaded: OnceLock<Loaded>,
+}
+
 /// The installed plugins, once scanned.
 #[derive(Default)]
 struct Plugins {
@@ -62,6 +91,7 @@ struct Plugins {
 /// from the same self-description, cached beside its compiled artifact.
 pub struct Registry {
     builtins: Vec<Slot>,
+    parts: Vec<Part>,
     /// Components from files (`--component`), loaded at once.
     extra: BTreeMap<String, Arc<RegisteredTool>>,
     store: Option<PluginStore>,
@@ -83,6 +113,16 @@ impl Default for Registry {
                     info: OnceLock::new(),
                     tool: OnceLock::new(),
                     error: Mutex::new(None),
+                })
+                .collect(),
+            parts: PARTS
+                .iter()
+                .map(|&(of, what, bytes, digest)| Part {
+                    of,
+                    what,
+                    bytes,
+                    digest,
+                    loaded: OnceLock::new(),
                 })
                 .collect(),
             extra: BTreeMap::new(),
@@ -228,6 +268,67 @@ impl Registry {
             Err(e) => Err(e),
         };
         slot.settle(result)
+    }
+
+    /// The component that answers for the built-in `tool` when its own hands a call over
+    /// ([`HAND_OFF`]): its part, compiled on first use (saying so on stderr, as a tool's first
+    /// use does) and checked to describe itself exactly as `tool` does, so it can be given
+    /// the call `tool` was allowed. `None` when `tool` has no part; a plugin never has one.
+    pub async fn part(
+        &self,
+        sandbox: &Sandbox,
+        limits: &Limits,
+        tool: &RegisteredTool,
+    ) -> Option<Result<Loaded>> {
+        if !tool.info.builtin {
+            return None;
+        }
+        let part = self.parts.iter().find(|p| p.of == tool.info.name)?;
+        if let Some(loaded) = part.loaded.get() {
+            return Some(Ok(loaded.clone()));
+        }
+        let label = format!("{} for {}", part.of, part.what);
+        let result = async {
+            let (loaded, meta) = sandbox.load_digest(&label, part.bytes, part.digest)?;
+            let meta = match meta {
+                Some(meta) => meta,
+                None => {
+                    let d = sandbox.describe(&loaded, limits).await?;
+                    let meta = meta_of(&d, &loaded.imports);
+                    sandbox.record_meta(part.digest, &meta);
+                    meta
+                }
+            };
+            let theirs = register(&meta, loaded.clone(), Some(part.of), true)?.info;
+            let ours = &tool.info;
+            if (
+                &theirs.description,
+                &theirs.input_schema,
+                theirs.risk,
+                &theirs.path_fields,
+                theirs.ceiling,
+            ) != (
+                &ours.description,
+                &ours.input_schema,
+                ours.risk,
+                &ours.path_fields,
+                ours.ceiling,
+            ) {
+                return Err(Error::ComponentLoad {
+                    name: label.clone(),
+                    message: format!(
+                        "it does not describe itself as `{}` does (description, input schema, risk, path fields and scope must be the same); this toolgate binary is broken, reinstall it",
+                        part.of
+                    ),
+                });
+            }
+            Ok(part.loaded.get_or_init(|| loaded).clone())
+        }
+        .await;
+        if let Err(e) = &result {
+            tracing::error!(tool = part.of, part = part.what, error = %e, "a built-in's part failed to load");
+        }
+        Some(result)
     }
 
     /// Scan and load the installed plugins (once).

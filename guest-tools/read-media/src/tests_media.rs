@@ -1,8 +1,10 @@
 //! Images, PDFs and notebooks, with every file made by the test.
 
 use super::*;
+use std::path::Path;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use toolgate_guest::json;
 
 static N: AtomicUsize = AtomicUsize::new(0);
 
@@ -294,7 +296,8 @@ fn other_binary_files_are_still_refused() {
 
 #[test]
 fn header_dimensions_of_each_format() {
-    use picture::{header_dimensions, sniff, Kind};
+    use picture::{header_dimensions, Kind};
+    use toolgate_reading::sniff_image as sniff;
     let j = jpeg(123, 45);
     assert_eq!(sniff(&j), Some(Kind::Jpeg));
     assert_eq!(header_dimensions(Kind::Jpeg, &j), Some((123, 45)));

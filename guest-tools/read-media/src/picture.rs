@@ -5,10 +5,10 @@
 //! [`MAX_SIDE`] or whose encoding is over [`MAX_SENT_BYTES`] is downscaled here, in the
 //! component, so the model only ever receives something it can take.
 
-use crate::b64;
 use image::{DynamicImage, ImageDecoder, ImageFormat, ImageReader, Limits};
 use std::io::Cursor;
 use toolgate_guest::{json, Report, ToolError};
+use toolgate_reading::b64;
 
 /// Longest side sent to the model; larger images are downscaled to it.
 pub const MAX_SIDE: u32 = 1568;
@@ -23,56 +23,15 @@ const MAX_DECODE_BYTES: u64 = 256 << 20;
 /// JPEG quality used when re-encoding.
 const JPEG_QUALITY: u8 = 85;
 
-/// An image format `read` shows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Png,
-    Jpeg,
-    Gif,
-    WebP,
-}
+pub use toolgate_reading::ImageKind as Kind;
 
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Png => "PNG",
-            Kind::Jpeg => "JPEG",
-            Kind::Gif => "GIF",
-            Kind::WebP => "WebP",
-        }
-    }
-
-    fn mime(self) -> &'static str {
-        match self {
-            Kind::Png => "image/png",
-            Kind::Jpeg => "image/jpeg",
-            Kind::Gif => "image/gif",
-            Kind::WebP => "image/webp",
-        }
-    }
-
-    fn format(self) -> ImageFormat {
-        match self {
-            Kind::Png => ImageFormat::Png,
-            Kind::Jpeg => ImageFormat::Jpeg,
-            Kind::Gif => ImageFormat::Gif,
-            Kind::WebP => ImageFormat::WebP,
-        }
-    }
-}
-
-/// The image format `head` starts with, by magic bytes.
-pub fn sniff(head: &[u8]) -> Option<Kind> {
-    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some(Kind::Png)
-    } else if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
-        Some(Kind::Jpeg)
-    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
-        Some(Kind::Gif)
-    } else if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
-        Some(Kind::WebP)
-    } else {
-        None
+/// The `image` crate's format for `kind`.
+fn format(kind: Kind) -> ImageFormat {
+    match kind {
+        Kind::Png => ImageFormat::Png,
+        Kind::Jpeg => ImageFormat::Jpeg,
+        Kind::Gif => ImageFormat::Gif,
+        Kind::WebP => ImageFormat::WebP,
     }
 }
 
@@ -215,7 +174,7 @@ pub fn read(
     limits.max_image_width = Some(w0.max(1));
     limits.max_image_height = Some(h0.max(1));
     limits.max_alloc = Some(MAX_DECODE_BYTES);
-    let mut reader = ImageReader::with_format(Cursor::new(bytes), kind.format());
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), format(kind));
     reader.limits(limits);
     let mut decoder = reader
         .into_decoder()

@@ -284,7 +284,7 @@ fn notebook_cells_page_with_offset_limit_and_the_budget() {
 #[test]
 fn ansi_codes_are_removed() {
     assert_eq!(
-        crate::notebook::strip_ansi(
+        toolgate_reading::notebook::strip_ansi(
             "\u{1b}[0;31mred\u{1b}[0m \u{1b}]8;;http://x\u{7}link\u{1b}]8;;\u{1b}\\"
         ),
         "red link"

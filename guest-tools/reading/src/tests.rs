@@ -17,7 +17,7 @@ fn tmp() -> PathBuf {
 
 fn read(root: &Path, input: Value, max: usize) -> Result<Report, ToolError> {
     let cx = Context::for_tests(root, max, &[]);
-    run(&input, &cx)
+    run(&input, &cx, &HandOff)
 }
 
 fn code(e: &ToolError) -> String {
@@ -239,4 +239,47 @@ fn an_odd_name_is_quoted_in_summary_and_messages_exact_in_data() {
         "{dbg}"
     );
     assert!(!dbg.contains("\\u{1b}"), "{dbg}");
+}
+
+#[test]
+fn images_and_pdfs_are_handed_over_from_their_head_alone() {
+    let root = tmp();
+    // Sparse files over every size limit: the hand-off is decided before the rest is read,
+    // and the limits are the decoding component's to apply.
+    let big = |name: &str, head: &[u8]| {
+        let f = std::fs::File::create(root.join(name)).unwrap();
+        use std::io::Write as _;
+        (&f).write_all(head).unwrap();
+        f.set_len(64 << 20).unwrap();
+    };
+    big(
+        "a.png",
+        b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10\0\0\0\x10\x08\x02",
+    );
+    big("b.pdf", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n");
+    let e = read(&root, json!({"path": at(&root, "a.png")}), 100_000).unwrap_err();
+    assert_eq!(code(&e), HAND_OFF);
+    assert!(format!("{e:?}").contains("a.png is a PNG image"), "{e:?}");
+    let e = read(
+        &root,
+        json!({"path": at(&root, "b.pdf"), "pages": "2"}),
+        100_000,
+    )
+    .unwrap_err();
+    assert_eq!(code(&e), HAND_OFF);
+    // What is not an image or a PDF is answered here, as before.
+    std::fs::write(root.join("note.txt"), "GIF89a is the format's signature\n").unwrap();
+    let e = read(
+        &root,
+        json!({"path": at(&root, "note.txt"), "pages": "1"}),
+        100_000,
+    )
+    .unwrap_err();
+    assert_eq!(code(&e), "bad-input");
+    let r = read(&root, json!({"path": at(&root, "note.txt")}), 100_000).unwrap();
+    assert_eq!(r.content, "     1\tGIF89a is the format's signature\n");
+}
+
+fn at(root: &Path, name: &str) -> String {
+    root.join(name).to_str().unwrap().to_string()
 }

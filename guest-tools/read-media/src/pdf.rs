@@ -13,14 +13,6 @@ pub const MAX_FILE_BYTES: u64 = 32 << 20;
 /// Most bytes one stream (or one page's content) may inflate to.
 const MAX_INFLATED_BYTES: usize = 32 << 20;
 
-/// Whether `head` is the start of a PDF: it starts with `%PDF-`, or, when it is binary
-/// (`binary`), has `%PDF-` within its first 1024 bytes, as readers allow. A text file that
-/// only mentions `%PDF-` near its top stays text.
-pub fn sniff(head: &[u8], binary: bool) -> bool {
-    let window = &head[..head.len().min(1024)];
-    head.starts_with(b"%PDF-") || (binary && window.windows(5).any(|w| w == b"%PDF-"))
-}
-
 /// The pages a `pages` value names ("3", "1-5", "2,4-6", "7-"), 1-based, sorted, without
 /// repeats; an end past the last page stops at it.
 pub fn parse_pages(spec: &str, total: u32) -> Result<Vec<u32>, String> {
@@ -99,12 +91,12 @@ fn page_text(doc: &Document, page: u32) -> String {
             let mut s = String::with_capacity(t.len());
             for line in t.lines() {
                 let line = line.trim_end();
-                let (kept, full) = text::cut_chars(line, crate::MAX_LINE_CHARS);
+                let (kept, full) = text::cut_chars(line, toolgate_reading::MAX_LINE_CHARS);
                 s.push_str(kept);
                 if let Some(full) = full {
                     s.push_str(&format!(
                         "… [line cut: {full} characters, showing {}]",
-                        crate::MAX_LINE_CHARS
+                        toolgate_reading::MAX_LINE_CHARS
                     ));
                 }
                 s.push('\n');
