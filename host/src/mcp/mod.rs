@@ -55,6 +55,7 @@ pub mod mrtr;
 mod private_file;
 mod render;
 mod stdio;
+mod stdio_fd;
 mod token;
 
 pub use render::{annotations, mcp_tool, render, render_text};
@@ -80,7 +81,7 @@ const LIST_WATCH_INTERVAL: Duration = Duration::from_millis(500);
 pub async fn serve_stdio(gate: Arc<Gate>) -> anyhow::Result<()> {
     use rmcp::ServiceExt;
     let server = McpConnection::with_state_key(gate, StateKey::process()?);
-    let (stdin, stdout) = rmcp::transport::stdio();
+    let (stdin, stdout) = stdio_fd::stdio();
     let running = server
         .serve(stdio::LineTransport::new(stdin, stdout))
         .await
