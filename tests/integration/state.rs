@@ -264,3 +264,37 @@ fn read_records_are_shared_between_processes_once_written() {
     cli.forget_session("s").unwrap();
     assert_eq!(server.last_read("s", &file).unwrap(), None);
 }
+
+/// A read record goes to the database with its call's audit events (one transaction), and one
+/// made without any audit after it is still written when the database closes.
+#[test]
+fn read_records_travel_with_the_audit_and_are_never_lost_at_close() {
+    use serde_json::json;
+    use toolgate::state::{FileStamp, StateDb};
+    let ws = Ws::new();
+    ws.write("a.txt", "one\n");
+    ws.write("b.txt", "two\n");
+    let db_path = ws.path("state.db");
+    let (a, b) = (ws.path("a.txt"), ws.path("b.txt"));
+    let (stamp_a, _) = FileStamp::of(&a).unwrap();
+    let (stamp_b, _) = FileStamp::of(&b).unwrap();
+    let other = StateDb::open(&db_path).unwrap();
+    {
+        let db = StateDb::open(&db_path).unwrap();
+        db.record_read("s", &a, &stamp_a).unwrap();
+        db.audit("c1", "s", "read", &[("completed", json!({"status": "ok"}))])
+            .unwrap();
+        db.flush_audit();
+        assert_eq!(other.last_read("s", &a).unwrap(), Some(stamp_a));
+        let events = other
+            .audit_events(&toolgate::state::AuditQuery {
+                call_id: Some("c1".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(events.len(), 1);
+        // No audit and no flush after this one: closing the database writes it.
+        db.record_read("s", &b, &stamp_b).unwrap();
+    }
+    assert_eq!(other.last_read("s", &b).unwrap(), Some(stamp_b));
+}

@@ -60,40 +60,35 @@ impl StateDb {
         tool: &str,
         events: &[(&str, Value)],
     ) -> Result<()> {
-        let at = now_ms();
-        let scrubbed: Vec<(&str, Value)> = events
-            .iter()
-            .map(|(event, detail)| {
-                let mut detail = detail.clone();
-                scrub(&mut detail);
-                (*event, detail)
-            })
-            .collect();
-        // The OTLP export sees exactly what is stored (a no-op when none is configured).
-        crate::telemetry::record(call_id, session, tool, &scrubbed);
-        let rows: Vec<AuditRow> = scrubbed
-            .into_iter()
-            .map(|(event, detail)| AuditRow {
-                call_id: call_id.to_string(),
-                at_ms: at,
-                session: session.to_string(),
-                tool: tool.to_string(),
-                event: event.to_string(),
-                detail: detail.to_string(),
-            })
-            .collect();
-        let rows = match self.writer.send(AuditMsg::Rows(rows)) {
+        // Scrubbing, the OTLP export and the rows are the writer's work, off the call's path.
+        let call = AuditCall {
+            call_id: call_id.to_string(),
+            at_ms: now_ms(),
+            session: session.to_string(),
+            tool: tool.to_string(),
+            events: events
+                .iter()
+                .map(|(event, detail)| ((*event).to_string(), detail.clone()))
+                .collect(),
+        };
+        // The call's read records go in the same message (see `StateDb::record_read`).
+        let reads = self.take_unsent_reads();
+        let (call, reads) = match self.writer.send(AuditMsg::Call(call, reads)) {
             Ok(()) => return Ok(()),
-            Err(mpsc::SendError(AuditMsg::Rows(rows))) => rows,
+            Err(mpsc::SendError(AuditMsg::Call(call, reads))) => (call, reads),
             Err(_) => return Ok(()),
         };
         // The writer is gone (it failed to open the database): write here instead.
+        if !reads.is_empty() {
+            self.write_reads_here(&reads);
+        }
         let mut conn = self.conn();
-        write_rows(&mut conn, &rows).map_err(|e| self.err(e))
+        write_rows(&mut conn, &call.into_rows()).map_err(|e| self.err(e))
     }
 
     /// Wait until every audit event sent so far is written.
     pub fn flush_audit(&self) {
+        self.send_unsent_reads();
         let (tx, rx) = mpsc::channel();
         if self.writer.send(AuditMsg::Flush(tx)).is_ok() {
             let _ = rx.recv();
@@ -300,7 +295,39 @@ fn scrub(v: &mut Value) {
     }
 }
 
-/// One audit row on its way to the writer.
+/// One call's audit events on their way to the writer, as the gate gave them.
+pub(crate) struct AuditCall {
+    call_id: String,
+    at_ms: i64,
+    session: String,
+    tool: String,
+    events: Vec<(String, Value)>,
+}
+
+impl AuditCall {
+    /// The rows to store: every string in each detail scanned for secrets first (see
+    /// [`scrub`]), so nothing stored depends on the caller having redacted it; the OTLP
+    /// export sees exactly what is stored (a no-op when none is configured).
+    fn into_rows(mut self) -> Vec<AuditRow> {
+        for (_, detail) in &mut self.events {
+            scrub(detail);
+        }
+        crate::telemetry::record(&self.call_id, &self.session, &self.tool, &self.events);
+        self.events
+            .into_iter()
+            .map(|(event, detail)| AuditRow {
+                call_id: self.call_id.clone(),
+                at_ms: self.at_ms,
+                session: self.session.clone(),
+                tool: self.tool.clone(),
+                event,
+                detail: detail.to_string(),
+            })
+            .collect()
+    }
+}
+
+/// One audit row on its way to the database.
 pub(crate) struct AuditRow {
     call_id: String,
     at_ms: i64,
@@ -312,10 +339,10 @@ pub(crate) struct AuditRow {
 
 /// A message to the audit writer thread.
 pub(crate) enum AuditMsg {
-    /// Rows to append.
-    Rows(Vec<AuditRow>),
-    /// A read record to store (see `StateDb::record_read`).
-    Read(super::read_rows::ReadRow),
+    /// One call's events to append, with the read records made since the last message.
+    Call(AuditCall, Vec<super::read_rows::ReadRow>),
+    /// Read records to store (see `StateDb::record_read`).
+    Reads(Vec<super::read_rows::ReadRow>),
     /// Reply once everything before this is written.
     Flush(mpsc::Sender<()>),
 }
@@ -358,28 +385,18 @@ pub(crate) fn start_writer(
                 let mut next = Some(first);
                 while let Some(msg) = next.take() {
                     match msg {
-                        AuditMsg::Rows(r) => rows.extend(r),
-                        AuditMsg::Read(r) => reads.push(r),
+                        AuditMsg::Call(c, r) => {
+                            rows.extend(c.into_rows());
+                            reads.extend(r);
+                        }
+                        AuditMsg::Reads(r) => reads.extend(r),
                         AuditMsg::Flush(reply) => flushes.push(reply),
                     }
                     if rows.len() + reads.len() < BATCH {
                         next = rx.try_recv().ok();
                     }
                 }
-                if !rows.is_empty() {
-                    if let Err(e) = write_rows(&mut conn, &rows) {
-                        tracing::error!(error = %e, rows = rows.len(), "audit write failed");
-                    }
-                }
-                if !reads.is_empty() {
-                    match super::read_rows::write_reads(&mut conn, &reads) {
-                        Ok(()) => pending_reads.settle(&reads),
-                        // They stay pending: this process keeps seeing them.
-                        Err(e) => {
-                            tracing::error!(error = %e, reads = reads.len(), "read record write failed")
-                        }
-                    }
-                }
+                write_batch(&mut conn, &rows, &reads, &pending_reads);
                 for reply in flushes {
                     let _ = reply.send(());
                 }
@@ -391,18 +408,58 @@ pub(crate) fn start_writer(
     Ok((tx, handle))
 }
 
-fn write_rows(conn: &mut Connection, rows: &[AuditRow]) -> rusqlite::Result<()> {
-    let tx = conn.transaction()?;
-    {
-        let mut stmt = tx.prepare_cached(
-            "INSERT INTO audit (call_id, at_ms, session, tool, event, detail)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?;
-        for r in rows {
-            stmt.execute(rusqlite::params![
-                r.call_id, r.at_ms, r.session, r.tool, r.event, r.detail
-            ])?;
+/// Store `rows` and `reads` in one transaction (one WAL commit); if that fails, each on its
+/// own, so a failing part does not take the other with it. Read records stay pending until
+/// committed.
+fn write_batch(
+    conn: &mut Connection,
+    rows: &[AuditRow],
+    reads: &[super::read_rows::ReadRow],
+    pending_reads: &super::read_rows::PendingReads,
+) {
+    if rows.is_empty() && reads.is_empty() {
+        return;
+    }
+    let together = conn.transaction().and_then(|tx| {
+        insert_rows(&tx, rows)?;
+        super::read_rows::insert_reads(&tx, reads)?;
+        tx.commit()
+    });
+    if together.is_ok() {
+        pending_reads.settle(reads);
+        return;
+    }
+    if !rows.is_empty() {
+        if let Err(e) = write_rows(conn, rows) {
+            tracing::error!(error = %e, rows = rows.len(), "audit write failed");
         }
     }
+    if !reads.is_empty() {
+        match super::read_rows::write_reads(conn, reads) {
+            Ok(()) => pending_reads.settle(reads),
+            // They stay pending: this process keeps seeing them.
+            Err(e) => {
+                tracing::error!(error = %e, reads = reads.len(), "read record write failed")
+            }
+        }
+    }
+}
+
+fn write_rows(conn: &mut Connection, rows: &[AuditRow]) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    insert_rows(&tx, rows)?;
     tx.commit()
+}
+
+fn insert_rows(tx: &rusqlite::Transaction<'_>, rows: &[AuditRow]) -> rusqlite::Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO audit (call_id, at_ms, session, tool, event, detail)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for r in rows {
+        stmt.execute(rusqlite::params![
+            r.call_id, r.at_ms, r.session, r.tool, r.event, r.detail
+        ])?;
+    }
+    Ok(())
 }

@@ -85,13 +85,18 @@ pub struct StateDb {
     /// thread removes each once its row is committed, so the database stays the authority
     /// (a newer read or a `session forget` by another process is seen at once).
     pending_reads: read_rows::PendingReads,
+    /// Read records not yet sent to the writer: they go with the call's audit events (one
+    /// message, one transaction), or with the next flush, or when the database closes.
+    unsent_reads: Mutex<Vec<read_rows::ReadRow>>,
     /// Signs and verifies session grants (a shipped `state.db` grants nothing).
     grant_signer: session_grants::Signer,
 }
 
 impl Drop for StateDb {
     fn drop(&mut self) {
-        // Nothing audited is lost at exit: close the channel and wait for the writer to drain.
+        // Nothing audited is lost at exit: send what waits, close the channel and wait for the
+        // writer to drain.
+        self.send_unsent_reads();
         let (closed, _) = mpsc::channel();
         drop(std::mem::replace(&mut self.writer, closed));
         let handle = self
@@ -149,6 +154,7 @@ impl StateDb {
             writer,
             writer_thread: Mutex::new(Some(handle)),
             pending_reads,
+            unsent_reads: Mutex::new(Vec::new()),
             grant_signer: Default::default(),
         })
     }

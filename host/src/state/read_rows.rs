@@ -41,24 +41,31 @@ pub(crate) fn write_reads(
     rows: &[ReadRow],
 ) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
-    {
-        let mut stmt = tx.prepare_cached(
-            "INSERT INTO reads (session, path, mtime_ns, size, sha256, at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-             ON CONFLICT (session, path) DO UPDATE SET
-               mtime_ns = excluded.mtime_ns, size = excluded.size,
-               sha256 = excluded.sha256, at_ms = excluded.at_ms",
-        )?;
-        for r in rows {
-            stmt.execute(rusqlite::params![
-                r.session,
-                r.path,
-                r.stamp.mtime_ns,
-                r.stamp.size,
-                r.stamp.sha256,
-                r.at_ms
-            ])?;
-        }
-    }
+    insert_reads(&tx, rows)?;
     tx.commit()
+}
+
+/// Insert (or update) read records inside `tx`.
+pub(crate) fn insert_reads(
+    tx: &rusqlite::Transaction<'_>,
+    rows: &[ReadRow],
+) -> rusqlite::Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO reads (session, path, mtime_ns, size, sha256, at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (session, path) DO UPDATE SET
+           mtime_ns = excluded.mtime_ns, size = excluded.size,
+           sha256 = excluded.sha256, at_ms = excluded.at_ms",
+    )?;
+    for r in rows {
+        stmt.execute(rusqlite::params![
+            r.session,
+            r.path,
+            r.stamp.mtime_ns,
+            r.stamp.size,
+            r.stamp.sha256,
+            r.at_ms
+        ])?;
+    }
+    Ok(())
 }

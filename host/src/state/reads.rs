@@ -182,16 +182,41 @@ impl StateDb {
             stamp: stamp.clone(),
             at_ms: now_ms(),
         };
-        match self.writer.send(super::audit::AuditMsg::Read(row)) {
-            Ok(()) => Ok(()),
-            Err(std::sync::mpsc::SendError(super::audit::AuditMsg::Read(row))) => {
-                // The writer is gone (it failed to open the database): write here instead.
-                let mut conn = self.conn();
-                write_reads(&mut conn, std::slice::from_ref(&row)).map_err(|e| self.err(e))?;
-                self.pending_reads.settle(&[row]);
-                Ok(())
+        // Sent with this call's audit events (or the next flush): one writer wake-up and one
+        // transaction per call instead of two. Until it is committed, `pending_reads` answers.
+        self.unsent_reads
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(row);
+        Ok(())
+    }
+
+    /// The read records not yet sent, taken.
+    pub(super) fn take_unsent_reads(&self) -> Vec<ReadRow> {
+        std::mem::take(&mut *self.unsent_reads.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Send the read records not yet sent to the writer (or, when it is gone, write them here).
+    pub(super) fn send_unsent_reads(&self) {
+        let reads = self.take_unsent_reads();
+        if reads.is_empty() {
+            return;
+        }
+        if let Err(std::sync::mpsc::SendError(super::audit::AuditMsg::Reads(reads))) =
+            self.writer.send(super::audit::AuditMsg::Reads(reads))
+        {
+            self.write_reads_here(&reads);
+        }
+    }
+
+    /// Store `reads` on this thread (the writer is gone: it failed to open the database).
+    pub(super) fn write_reads_here(&self, reads: &[ReadRow]) {
+        let mut conn = self.conn();
+        match write_reads(&mut conn, reads) {
+            Ok(()) => self.pending_reads.settle(reads),
+            Err(e) => {
+                tracing::error!(error = %self.err(e), reads = reads.len(), "read record write failed")
             }
-            Err(_) => Ok(()),
         }
     }
 

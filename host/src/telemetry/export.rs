@@ -95,16 +95,17 @@ impl Exporter {
         })
     }
 
-    pub(super) fn record(
+    pub(super) fn record<E: AsRef<str>>(
         &self,
         call_id: &str,
         session: &str,
         tool: &str,
-        events: &[(&str, Value)],
+        events: &[(E, Value)],
     ) {
         let now = SystemTime::now();
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         for (event, detail) in events {
+            let event = &event.as_ref();
             if !open.contains_key(call_id) {
                 if open.len() >= MAX_OPEN {
                     for (_, mut span) in open.drain() {

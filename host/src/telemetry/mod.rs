@@ -151,7 +151,12 @@ fn current() -> Option<Arc<Exporter>> {
 /// Export one call's audit events (already scrubbed as the audit stores them). `intent`
 /// opens the call's span, `decision` sets its decision attributes and counts it, `completed`
 /// ends it. Never blocks on the network.
-pub(crate) fn record(call_id: &str, session: &str, tool: &str, events: &[(&str, Value)]) {
+pub(crate) fn record<E: AsRef<str>>(
+    call_id: &str,
+    session: &str,
+    tool: &str,
+    events: &[(E, Value)],
+) {
     if let Some(exporter) = current() {
         exporter.record(call_id, session, tool, events);
     }
