@@ -141,11 +141,16 @@ fn listing_is_the_same_cold_and_warm_and_includes_an_installed_plugin_which_stil
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
 
-    // Cold: every built-in is compiled and described now.
+    // Cold: every built-in is compiled and described now, `read`'s image and PDF part too.
     let cold = run(&ws, cache.path(), &["tools", "--json"]);
     assert!(cold.status.success(), "{}", stderr(&cold));
     assert!(
         stderr(&cold).contains("compiling grep (first use"),
+        "{}",
+        stderr(&cold)
+    );
+    assert!(
+        stderr(&cold).contains("compiling read for images and PDFs (first use"),
         "{}",
         stderr(&cold)
     );
@@ -158,6 +163,10 @@ fn listing_is_the_same_cold_and_warm_and_includes_an_installed_plugin_which_stil
         String::from_utf8_lossy(&warm.stdout),
         "a listing from cached descriptions is the listing from the components"
     );
+    ws.write("a.png", crate::read_media::png(2, 2));
+    let image = run(&ws, cache.path(), &["call", "read", r#"{"path": "a.png"}"#]);
+    assert_eq!(image.status.code(), Some(0), "{}", stderr(&image));
+    assert!(!stderr(&image).contains("compiling"), "{}", stderr(&image));
     let tools: Vec<Value> = serde_json::from_slice(&warm.stdout).unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     for builtin in toolgate::tools::registry::BUILTINS.iter().map(|(n, _)| *n) {

@@ -77,6 +77,13 @@ struct Part {
     loaded: OnceLock<Loaded>,
 }
 
+impl Part {
+    /// How it is named on stderr and in errors: `read for images and PDFs`.
+    fn label(&self) -> String {
+        format!("{} for {}", self.of, self.what)
+    }
+}
+
 /// The installed plugins, once scanned.
 #[derive(Default)]
 struct Plugins {
@@ -157,8 +164,15 @@ impl Registry {
     }
 
     /// Know every tool now: each built-in's view (compiling, in parallel, those never
-    /// described on this machine) and the installed plugins.
+    /// described on this machine) and the installed plugins. The built-ins' parts never
+    /// compiled on this machine are compiled in the same batch (a server's first image read
+    /// then waits for nothing); they are checked against their tool on first use.
     pub async fn preload(&self, sandbox: &Sandbox, limits: &Limits) {
+        let parts: Vec<&Part> = self
+            .parts
+            .iter()
+            .filter(|p| p.loaded.get().is_none() && sandbox.cached_meta(p.digest).is_none())
+            .collect();
         let missing: Vec<&Slot> = self
             .builtins
             .iter()
@@ -175,12 +189,20 @@ impl Registry {
             })
             .collect();
         // Compile what is missing in parallel, then describe each.
-        let loaded: Vec<Result<(Loaded, Option<ToolMeta>)>> = std::thread::scope(|sc| {
+        let (loaded, parts_loaded) = std::thread::scope(|sc| {
+            let part_handles: Vec<_> = parts
+                .iter()
+                .map(|p| sc.spawn(move || sandbox.load_digest(&p.label(), p.bytes, p.digest)))
+                .collect();
             let handles: Vec<_> = missing
                 .iter()
                 .map(|s| sc.spawn(move || sandbox.load_digest(s.name, s.bytes, s.digest)))
                 .collect();
-            handles
+            let parts_loaded: Vec<Option<Loaded>> = part_handles
+                .into_iter()
+                .map(|h| h.join().ok().and_then(|r| r.ok()).map(|(loaded, _)| loaded))
+                .collect();
+            let loaded: Vec<Result<(Loaded, Option<ToolMeta>)>> = handles
                 .into_iter()
                 .zip(&missing)
                 .map(|(h, s)| {
@@ -191,8 +213,18 @@ impl Registry {
                         })
                     })
                 })
-                .collect()
+                .collect();
+            (loaded, parts_loaded)
         });
+        // A part's description is recorded beside its artifact; what it may do is checked
+        // against its tool when it is first run (`Registry::part`), as ever.
+        for (part, loaded) in parts.iter().zip(parts_loaded) {
+            if let Some(loaded) = loaded {
+                if let Ok(d) = sandbox.describe(&loaded, limits).await {
+                    sandbox.record_meta(part.digest, &meta_of(&d, &loaded.imports));
+                }
+            }
+        }
         for (slot, loaded) in missing.into_iter().zip(loaded) {
             let result = match loaded {
                 Ok((loaded, meta)) => register_builtin(sandbox, limits, slot, loaded, meta).await,
@@ -292,7 +324,7 @@ impl Registry {
         if let Some(loaded) = part.loaded.get() {
             return Some(Ok(loaded.clone()));
         }
-        let label = format!("{} for {}", part.of, part.what);
+        let label = part.label();
         let result = async {
             let (loaded, meta) = sandbox.load_digest(&label, part.bytes, part.digest)?;
             let meta = match meta {
