@@ -31,21 +31,18 @@ toolgate_guest::register_tool!(ReadMedia);
 struct Media;
 
 impl Decoders for Media {
-    fn image(&self, kind: ImageKind, found: Found<'_>) -> Result<Report, ToolError> {
-        let (shown, rel, size) = (found.shown.to_string(), found.rel.to_string(), found.size);
+    fn image(&self, kind: ImageKind, mut found: Found<'_>) -> Result<Report, ToolError> {
         let bytes = found.whole(picture::MAX_FILE_BYTES, "image")?;
         // A file with an image's magic but no readable header is refused as any binary file.
         match picture::header_dimensions(kind, &bytes) {
-            Some(dims) => picture::read(&bytes, kind, dims, &shown, &rel),
-            None => Err(binary(&shown, &rel, size)),
+            Some(dims) => picture::read(&bytes, kind, dims, found.shown, found.rel),
+            None => Err(binary(found.shown, found.rel, found.size)),
         }
     }
 
-    fn pdf(&self, found: Found<'_>) -> Result<Report, ToolError> {
-        let (shown, rel, budget) = (found.shown.to_string(), found.rel.to_string(), found.budget);
-        let pages = found.pages.map(str::to_string);
+    fn pdf(&self, mut found: Found<'_>) -> Result<Report, ToolError> {
         let bytes = found.whole(pdf::MAX_FILE_BYTES, "PDF")?;
-        pdf::read(&bytes, pages.as_deref(), budget, &shown, &rel)
+        pdf::read(&bytes, found.pages, found.budget, found.shown, found.rel)
     }
 }
 

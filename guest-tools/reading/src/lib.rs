@@ -134,9 +134,9 @@ pub struct Found<'a> {
 
 impl Found<'_> {
     /// The whole file, refused when it is over `max` bytes (`what` names the kind).
-    pub fn whole(self, max: u64, what: &str) -> Result<Vec<u8>, ToolError> {
+    pub fn whole(&mut self, max: u64, what: &str) -> Result<Vec<u8>, ToolError> {
         whole(
-            self.head.chain(self.rest),
+            self.head.chain(&mut *self.rest),
             self.size,
             max,
             what,

@@ -220,9 +220,7 @@ impl Registry {
         // against its tool when it is first run (`Registry::part`), as ever.
         for (part, loaded) in parts.iter().zip(parts_loaded) {
             if let Some(loaded) = loaded {
-                if let Ok(d) = sandbox.describe(&loaded, limits).await {
-                    sandbox.record_meta(part.digest, &meta_of(&d, &loaded.imports));
-                }
+                let _ = describe_now(sandbox, limits, &loaded, part.digest).await;
             }
         }
         for (slot, loaded) in missing.into_iter().zip(loaded) {
@@ -329,12 +327,7 @@ impl Registry {
             let (loaded, meta) = sandbox.load_digest(&label, part.bytes, part.digest)?;
             let meta = match meta {
                 Some(meta) => meta,
-                None => {
-                    let d = sandbox.describe(&loaded, limits).await?;
-                    let meta = meta_of(&d, &loaded.imports);
-                    sandbox.record_meta(part.digest, &meta);
-                    meta
-                }
+                None => describe_now(sandbox, limits, &loaded, part.digest).await?,
             };
             let theirs = register(&meta, loaded.clone(), Some(part.of), true)?.info;
             let ours = &tool.info;
@@ -546,11 +539,23 @@ async fn register_builtin(
             return Ok(tool);
         }
     }
-    let d = sandbox.describe(&loaded, limits).await?;
+    let meta = describe_now(sandbox, limits, &loaded, slot.digest).await?;
+    register(&meta, loaded, Some(slot.name), true)
+}
+
+/// `loaded`'s self-description, asked now and recorded beside its artifact (`digest`) for the
+/// next start. Every check of a description applies to a recorded one too (`view`,
+/// `register`), so what is recorded before it is checked grants nothing.
+async fn describe_now(
+    sandbox: &Sandbox,
+    limits: &Limits,
+    loaded: &Loaded,
+    digest: &str,
+) -> Result<ToolMeta> {
+    let d = sandbox.describe(loaded, limits).await?;
     let meta = meta_of(&d, &loaded.imports);
-    let tool = register(&meta, loaded, Some(slot.name), true)?;
-    sandbox.record_meta(slot.digest, &meta);
-    Ok(tool)
+    sandbox.record_meta(digest, &meta);
+    Ok(meta)
 }
 
 /// Run a future to completion from synchronous code, on a scoped thread with a runtime of its
