@@ -21,6 +21,7 @@ mod shell_classifier;
 mod shell_exit;
 mod shell_kernel;
 mod shell_network;
+mod shell_reuse;
 mod state;
 mod tools_edit;
 mod tools_read;

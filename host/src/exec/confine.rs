@@ -308,8 +308,11 @@ fn probe() -> Probe {
     })
 }
 
+mod calldirs;
+mod skeleton;
 mod view;
-pub use view::{build_view, finish_cleanup, Bind, CallDirs, ViewInputs, ViewSpec};
+pub use calldirs::{finish_cleanup, CallDirs};
+pub use view::{build_view, Bind, ViewInputs, ViewSpec};
 
 /// Install exactly `want` on `cmd` (the spawner and the host's fallback both apply what the
 /// host chose); `procs` is the pids cgroup's directory, which the command starts inside.
@@ -328,3 +331,6 @@ pub fn apply(
 
 #[cfg(target_os = "linux")]
 mod linux;
+
+#[cfg(target_os = "linux")]
+pub use linux::direct::{spawn as spawn_direct, Direct};

@@ -4,6 +4,8 @@
 use super::gitwatch::GitWatch;
 use super::{confine, ApprovedCommand, ExecError, ExecHost, Plan};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// A command ready to start: what to run and how to confine it, with the private directories
 /// and pids cgroup it needs (removed when dropped).
@@ -74,7 +76,8 @@ fn prepare_with(
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
-    let dirs_on_path = clean_path(&path, &host.workspace);
+    let resolved = clean_path_resolved(&path, &host.workspace);
+    let dirs_on_path: Vec<PathBuf> = resolved.iter().map(|(p, _)| p.clone()).collect();
     let (program, arg0, args) = match &approved.plan {
         Plan::Argv(argv) => {
             let program =
@@ -108,7 +111,7 @@ fn prepare_with(
                 read_only,
                 plan: &plan,
                 home: home.as_deref(),
-                path_dirs: &dirs_on_path,
+                path_dirs: &resolved.into_iter().map(|(_, c)| c).collect::<Vec<_>>(),
                 extra_read: &host.config.read,
                 extra_write: &host.config.write,
             },
@@ -152,15 +155,46 @@ fn prepare_with(
 /// PATH entries a command may use: absolute, existing, and not inside the workspace (a file the
 /// model wrote must never run under another program's name).
 pub fn clean_path(path: &str, workspace: &Path) -> Vec<PathBuf> {
-    path.split(':')
-        .filter(|e| e.starts_with('/'))
-        .map(PathBuf::from)
-        .filter(|p| p.is_dir())
-        .filter(|p| {
-            let canon = p.canonicalize().unwrap_or_else(|_| p.clone());
-            !canon.starts_with(workspace)
-        })
+    clean_path_resolved(path, workspace)
+        .into_iter()
+        .map(|(p, _)| p)
         .collect()
+}
+
+/// [`clean_path`], each entry with where it really is (symlinks resolved), which the view
+/// binds. An entry written inside the workspace is dropped even when it resolves outside it
+/// (a symlink there is the model's to change). So what is left can only change by the host's
+/// own hand, and the answer is kept for a few seconds per PATH and workspace: resolving a
+/// dozen directories costs a command ~70 µs.
+pub fn clean_path_resolved(path: &str, workspace: &Path) -> Vec<(PathBuf, PathBuf)> {
+    type Kept = Option<(String, PathBuf, Instant, Vec<(PathBuf, PathBuf)>)>;
+    static KEPT: Mutex<Kept> = Mutex::new(None);
+    const AGE: Duration = Duration::from_secs(10);
+    let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((p, w, at, dirs)) = kept.as_ref() {
+        if p == path && w == workspace && at.elapsed() < AGE {
+            return dirs.clone();
+        }
+    }
+    let dirs: Vec<(PathBuf, PathBuf)> = path
+        .split(':')
+        .filter(|e| e.starts_with('/'))
+        .filter_map(|e| {
+            let p = PathBuf::from(e);
+            if p.starts_with(workspace) {
+                return None;
+            }
+            let canon = p.canonicalize().ok()?;
+            (canon.is_dir() && !canon.starts_with(workspace)).then_some((p, canon))
+        })
+        .collect();
+    *kept = Some((
+        path.to_string(),
+        workspace.to_path_buf(),
+        Instant::now(),
+        dirs.clone(),
+    ));
+    dirs
 }
 
 /// Find `program` (a bare name) on `dirs`.
@@ -170,4 +204,25 @@ pub fn lookup(program: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
         p.metadata()
             .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     })
+}
+
+#[cfg(all(test, unix))]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::path::PathBuf;
+
+    /// A PATH entry spelled inside the workspace is the model's to redirect (a symlink there
+    /// can be changed between the check and the use): never used, wherever it leads now.
+    #[test]
+    fn a_path_entry_inside_the_workspace_is_dropped_even_when_it_leads_out() {
+        let ws = tempfile::tempdir().unwrap();
+        let ws = ws.path().canonicalize().unwrap();
+        std::os::unix::fs::symlink("/usr/bin", ws.join("tools")).unwrap();
+        std::fs::create_dir(ws.join("bin")).unwrap();
+        let path = format!("{0}/tools:{0}/bin:/usr/bin", ws.display());
+        assert_eq!(
+            super::clean_path(&path, &ws),
+            vec![PathBuf::from("/usr/bin")]
+        );
+    }
 }

@@ -12,7 +12,6 @@ use super::{confine, ApprovedCommand, ExecError, ExecHost, Outcome, Plan};
 use crate::text::cut_head_tail;
 use crate::workspace::OUTPUTS_DIR;
 use serde_json::json;
-use std::io::Read;
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -332,22 +331,58 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Exe
     })
 }
 
-/// Read both output streams into `shared`, each on a thread of its own.
+/// Read both output streams into `shared`, on one thread that waits for either.
 fn collect(readers: Readers, shared: &Arc<(Mutex<Progress>, Condvar)>) {
-    for (reader, is_out) in readers.into_iter().zip([true, false]) {
-        let Some(mut reader) = reader else { continue };
-        let shared = shared.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 16 << 10];
-            loop {
-                let n = reader.read(&mut buf).unwrap_or(0);
+    let shared = shared.clone();
+    std::thread::spawn(move || {
+        let mut open: Vec<(std::os::fd::OwnedFd, bool)> = readers
+            .into_iter()
+            .zip([true, false])
+            .filter_map(|(r, is_out)| r.map(|r| (r, is_out)))
+            .collect();
+        let mut buf = vec![0u8; 16 << 10];
+        while !open.is_empty() {
+            let mut polled: Vec<libc::pollfd> = open
+                .iter()
+                .map(|(fd, _)| libc::pollfd {
+                    fd: std::os::fd::AsRawFd::as_raw_fd(fd),
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
+            // SAFETY: poll on descriptors this thread owns, described by a local array.
+            #[allow(unsafe_code)]
+            let n = unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, -1) };
+            if n < 0 {
+                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                // Unreadable: treat both as ended rather than spin.
+                polled.iter_mut().for_each(|p| p.revents = libc::POLLERR);
+            }
+            let mut ended = Vec::new();
+            for (i, p) in polled.iter().enumerate() {
+                if p.revents == 0 {
+                    continue;
+                }
+                let (fd, is_out) = &open[i];
+                let n = match rustix::io::read(fd, &mut buf) {
+                    Ok(n) => n,
+                    Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => continue,
+                    Err(_) => 0,
+                };
                 let (lock, cv) = &*shared;
                 let mut p = lock.lock().unwrap_or_else(|p| p.into_inner());
-                let s = if is_out { &mut p.stdout } else { &mut p.stderr };
+                let s = if *is_out {
+                    &mut p.stdout
+                } else {
+                    &mut p.stderr
+                };
                 if n == 0 {
                     s.open = false;
                     cv.notify_all();
-                    return;
+                    ended.push(i);
+                    continue;
                 }
                 let chunk = &buf[..n];
                 s.total += n as u64;
@@ -356,8 +391,11 @@ fn collect(readers: Readers, shared: &Arc<(Mutex<Progress>, Condvar)>) {
                 let room = KEEP_BYTES.saturating_sub(s.kept.len());
                 s.kept.extend_from_slice(&chunk[..n.min(room)]);
             }
-        });
-    }
+            for i in ended.into_iter().rev() {
+                open.remove(i);
+            }
+        }
+    });
 }
 
 /// Run the approved command: wait for it, or hand it to the job table when it is a background
@@ -372,15 +410,6 @@ pub fn run_approved(
     let process = Arc::new(spawn(host, &approved)?);
     let started = Instant::now();
     let hard = started + approved.timeout;
-    {
-        let p = Arc::downgrade(&process);
-        std::thread::spawn(move || {
-            let Some(proc_) = p.upgrade() else { return };
-            if !proc_.wait_until(hard) {
-                proc_.kill(State::TimedOut);
-            }
-        });
-    }
     let wait = if approved.background {
         super::BACKGROUND_GRACE
     } else {
@@ -404,7 +433,17 @@ pub fn run_approved(
         }
     };
     if !ended && Instant::now() < hard {
-        // Still running: it becomes a job.
+        // Still running: it becomes a job, killed at its timeout by a watcher of its own
+        // (a foreground command's wait above ends at the timeout itself).
+        {
+            let p = Arc::downgrade(&process);
+            std::thread::spawn(move || {
+                let Some(proc_) = p.upgrade() else { return };
+                if !proc_.wait_until(hard) {
+                    proc_.kill(State::TimedOut);
+                }
+            });
+        }
         let job_id = host.jobs.add(session, process.clone(), approved.timeout);
         let (mut outcome, offsets) =
             process.outcome((0, 0), host.config.output_budget, &host.workspace, call_id);

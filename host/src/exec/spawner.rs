@@ -499,7 +499,28 @@ mod linux {
             let worker = std::thread::Builder::new()
                 .stack_size(256 << 10)
                 .spawn(move || match launch(&req, got.fds) {
-                    Ok(mut child) => {
+                    Ok(Launched::Direct(mut direct)) => {
+                        send(
+                            &worker_sock,
+                            &Reply::Started {
+                                id,
+                                pid: direct.pid,
+                            },
+                        );
+                        // Reported as soon as the namespace's init has the status; the
+                        // namespace is torn down (and the init reaped) after. A command with a
+                        // pids cgroup of its own is reaped first: the host removes the group
+                        // once it hears the command ended.
+                        let (code, signal) = direct.wait();
+                        if req.cgroup {
+                            direct.reap();
+                            send(&worker_sock, &Reply::Exited { id, code, signal });
+                        } else {
+                            send(&worker_sock, &Reply::Exited { id, code, signal });
+                            direct.reap();
+                        }
+                    }
+                    Ok(Launched::Std(mut child)) => {
                         use std::os::unix::process::ExitStatusExt;
                         let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
                         send(&worker_sock, &Reply::Started { id, pid });
@@ -523,8 +544,16 @@ mod linux {
         ExitCode::SUCCESS
     }
 
+    /// A command the spawner started.
+    enum Launched {
+        /// Cloned straight into its PID namespace (the usual case).
+        Direct(crate::exec::confine::Direct),
+        /// Through `std::process::Command` (no PID namespace to start it in).
+        Std(Child),
+    }
+
     /// Fork and exec one command with exactly the confinement the host asked for.
-    fn launch(req: &Request, fds: Vec<OwnedFd>) -> Result<Child, String> {
+    fn launch(req: &Request, fds: Vec<OwnedFd>) -> Result<Launched, String> {
         let expected = 2 + usize::from(req.cgroup) + usize::from(req.netns);
         if fds.len() != expected {
             return Err(format!(
@@ -537,10 +566,15 @@ mod linux {
             return Err("missing output descriptors".into());
         };
         let (procs, net) = (req.cgroup.then(|| fds.next()).flatten(), fds.next());
+        if req.confinement.pidns {
+            return crate::exec::confine::spawn_direct(req, stdout, stderr, procs, net)
+                .map(Launched::Direct);
+        }
         let mut cmd = req.command();
         cmd.stdout(Stdio::from(stdout)).stderr(Stdio::from(stderr));
         req.confine(&mut cmd, procs, net)?;
         cmd.spawn()
+            .map(Launched::Std)
             .map_err(|e| format!("could not start the command: {e}"))
     }
 }

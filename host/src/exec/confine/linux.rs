@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod cgroup;
+pub(super) mod direct;
 mod fork;
 mod mount;
 mod seccomp_rules;
@@ -100,6 +101,122 @@ fn cap_last_cap() -> u32 {
     })
 }
 
+/// Every layer of a command's confinement, prepared in the parent (everything that allocates
+/// or opens paths), ready to be put on in a child that only makes system calls.
+pub(super) struct Armed {
+    rules: Option<landlock::RulesetCreated>,
+    prepared: Option<mount::Prepared>,
+    filters: &'static [seccompiler::BpfProgram],
+    last_cap: u32,
+    /// Namespaces the first child gets new (`unshare`, or `clone` flags).
+    flags: UnshareFlags,
+    /// The network namespace to join instead of a new one.
+    own_net: Option<OwnedFd>,
+    shared_net: Option<rustix::fd::BorrowedFd<'static>>,
+    procs: Option<OwnedFd>,
+    want: Confinement,
+}
+
+impl Armed {
+    pub(super) fn new(
+        want: Confinement,
+        view: Option<&ViewSpec>,
+        writable: &[PathBuf],
+        procs: Option<OwnedFd>,
+        own_net: Option<OwnedFd>,
+    ) -> Result<Armed, String> {
+        let writable: Vec<PathBuf> = match view {
+            Some(v) => v.writable.clone(),
+            None => writable.to_vec(),
+        };
+        let rules = if want.landlock {
+            Some(ruleset(&writable, want.scopes).map_err(|e| format!("preparing Landlock: {e}"))?)
+        } else {
+            None
+        };
+        let prepared = match view.filter(|_| want.view && want.mountns) {
+            Some(v) => Some(prepare(v)?),
+            None => None,
+        };
+        let filters: &'static [seccompiler::BpfProgram] = if want.seccomp {
+            seccomp_filters()?
+        } else {
+            &[]
+        };
+        let mut flags = UnshareFlags::empty();
+        // The command's own namespace (behind the egress proxy), else the shared empty one.
+        let shared_net = match &own_net {
+            None if want.netns && want.scopes && want.landlock => {
+                crate::exec::netns::shared_empty()
+            }
+            _ => None,
+        };
+        if want.netns && shared_net.is_none() && own_net.is_none() {
+            flags |= UnshareFlags::NEWNET;
+        }
+        if want.mountns {
+            flags |= UnshareFlags::NEWNS;
+        }
+        if want.pidns {
+            flags |= UnshareFlags::NEWPID | UnshareFlags::NEWIPC | UnshareFlags::NEWUTS;
+        }
+        Ok(Armed {
+            rules,
+            prepared,
+            filters,
+            last_cap: cap_last_cap(),
+            flags,
+            own_net,
+            shared_net,
+            procs,
+            want,
+        })
+    }
+
+    /// Join the network namespace chosen instead of a new one (in the first child).
+    fn join_net(&self) -> std::io::Result<()> {
+        if let Some(net) = self.own_net.as_ref().map(AsFd::as_fd).or(self.shared_net) {
+            rustix::thread::move_into_link_name_space(
+                net,
+                Some(rustix::thread::LinkNameSpaceType::Network),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// In the child, inside its new namespaces: the view, capabilities, Landlock, seccomp
+    /// (all inherited by what it forks). Only system calls on what was prepared.
+    fn setup(&mut self) -> std::io::Result<()> {
+        if let Some(p) = &self.prepared {
+            enter_view(p)?;
+        } else if self.want.mountns {
+            mount_change(
+                c"/",
+                MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
+            )?;
+        }
+        if self.want.caps_dropped {
+            drop_capabilities(self.last_cap)?;
+        }
+        if let Some(r) = self.rules.take() {
+            r.restrict_self()
+                .map_err(|_| std::io::Error::from_raw_os_error(Errno::PERM.raw_os_error()))?;
+        }
+        if !self.filters.is_empty() {
+            // SAFETY: prctl with integer arguments (no_new_privs is set by Landlock too).
+            #[allow(unsafe_code)]
+            if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            for f in self.filters {
+                seccompiler::apply_filter(f)
+                    .map_err(|_| std::io::Error::from_raw_os_error(Errno::PERM.raw_os_error()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
 pub(super) fn install(
     cmd: &mut Command,
     want: Confinement,
@@ -110,41 +227,7 @@ pub(super) fn install(
 ) -> Result<(), String> {
     // Everything that allocates or opens paths is done here, in the parent; the child only
     // makes system calls on what was prepared.
-    let writable: Vec<PathBuf> = match view {
-        Some(v) => v.writable.clone(),
-        None => writable.to_vec(),
-    };
-    let mut rules = if want.landlock {
-        Some(ruleset(&writable, want.scopes).map_err(|e| format!("preparing Landlock: {e}"))?)
-    } else {
-        None
-    };
-    let prepared = match view.filter(|_| want.view && want.mountns) {
-        Some(v) => Some(prepare(v)?),
-        None => None,
-    };
-    let filters: &'static [seccompiler::BpfProgram] = if want.seccomp {
-        seccomp_filters()?
-    } else {
-        &[]
-    };
-    let last_cap = cap_last_cap();
-    let mut flags = UnshareFlags::empty();
-    // The command's own namespace (behind the egress proxy), else the shared empty one.
-    let shared_net = match &own_net {
-        None if want.netns && want.scopes && want.landlock => crate::exec::netns::shared_empty(),
-        _ => None,
-    };
-    if want.netns && shared_net.is_none() && own_net.is_none() {
-        flags |= UnshareFlags::NEWNET;
-    }
-    if want.mountns {
-        flags |= UnshareFlags::NEWNS;
-    }
-    if want.pidns {
-        flags |= UnshareFlags::NEWPID | UnshareFlags::NEWIPC | UnshareFlags::NEWUTS;
-    }
-    let (pidns, caps) = (want.pidns, want.caps_dropped);
+    let mut armed = Armed::new(want, view, writable, procs, own_net)?;
     // SAFETY: `pre_exec` runs in the forked child before `exec`. The closure makes only
     // system calls (unshare, clone, mount, pivot_root, prctl, capset, landlock, seccomp)
     // on values prepared in the parent (C strings, the ruleset's descriptor, the BPF
@@ -156,55 +239,23 @@ pub(super) fn install(
             // Without a PID namespace the child joins the pids cgroup first, so everything
             // the command starts is counted (with one, its init is moved there: see
             // `split_for_pid_namespace`).
-            if let Some(dir) = procs.as_ref().filter(|_| !pidns) {
+            if let Some(dir) = armed.procs.as_ref().filter(|_| !armed.want.pidns) {
                 join_cgroup(
                     dir.as_fd(),
                     rustix::process::getpid().as_raw_nonzero().get(),
                 )?;
             }
-            if let Some(net) = own_net.as_ref().map(AsFd::as_fd).or(shared_net) {
-                rustix::thread::move_into_link_name_space(
-                    net,
-                    Some(rustix::thread::LinkNameSpaceType::Network),
-                )?;
+            armed.join_net()?;
+            if !armed.flags.is_empty() {
+                rustix::thread::unshare_unsafe(armed.flags)?;
             }
-            if !flags.is_empty() {
-                rustix::thread::unshare_unsafe(flags)?;
-            }
-            let mut setup = || -> std::io::Result<()> {
-                if let Some(p) = &prepared {
-                    enter_view(p)?;
-                } else if want.mountns {
-                    mount_change(
-                        c"/",
-                        MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
-                    )?;
-                }
-                if caps {
-                    drop_capabilities(last_cap)?;
-                }
-                if let Some(r) = rules.take() {
-                    r.restrict_self().map_err(|_| {
-                        std::io::Error::from_raw_os_error(Errno::PERM.raw_os_error())
-                    })?;
-                }
-                if !filters.is_empty() {
-                    // SAFETY (of the whole): no_new_privs is set (by Landlock, and here).
-                    if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    for f in filters {
-                        seccompiler::apply_filter(f).map_err(|_| {
-                            std::io::Error::from_raw_os_error(Errno::PERM.raw_os_error())
-                        })?;
-                    }
-                }
-                Ok(())
-            };
-            if pidns {
-                split_for_pid_namespace(procs.as_ref().map(|fd| fd.as_fd()), &mut setup)?;
+            if armed.want.pidns {
+                let procs = armed.procs.take();
+                split_for_pid_namespace(procs.as_ref().map(|fd| fd.as_fd()), &mut || {
+                    armed.setup()
+                })?;
             } else {
-                setup()?;
+                armed.setup()?;
             }
             Ok(())
         });

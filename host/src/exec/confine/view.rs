@@ -1,6 +1,8 @@
 //! The command's filesystem view as the host plans it: the per-call directories, the binds
 //! and masks ([`ViewSpec`]), built from the workspace's plan and the host's system paths.
 
+use super::calldirs::{fast_base, skeletons, CallDirs};
+use super::skeleton::Entry;
 use super::*;
 
 /// One bind mount of the view: `source` (a host path) at `target` (a path inside the view).
@@ -41,147 +43,6 @@ pub struct ViewSpec {
     pub writable: Vec<PathBuf>,
 }
 
-/// The per-call directories behind a view: removed when dropped, off the call's path. The new
-/// root, `$HOME` and `/dev/shm` live on a tmpfs where the host has one (`/dev/shm`: creating a
-/// directory there costs ~5 µs against ~140 µs on this machine kind's disk, and a view needs a
-/// few dozen); the command's `/tmp` stays on disk, so a command's temporary files do not eat
-/// the host's memory.
-pub struct CallDirs {
-    fast: Option<tempfile::TempDir>,
-    disk: Option<tempfile::TempDir>,
-}
-
-/// Removes per-call directories on a thread of its own: removing a directory that was a mount
-/// point in a namespace the kernel is still tearing down waits for it (~8 ms a directory on
-/// this machine kind), which no call should pay for.
-struct Remover {
-    tx: std::sync::Mutex<std::sync::mpsc::Sender<tempfile::TempDir>>,
-    pending: std::sync::Arc<(std::sync::Mutex<usize>, std::sync::Condvar)>,
-}
-
-fn remover() -> Option<&'static Remover> {
-    static REMOVER: OnceLock<Option<Remover>> = OnceLock::new();
-    REMOVER
-        .get_or_init(|| {
-            let (tx, rx) = std::sync::mpsc::channel::<tempfile::TempDir>();
-            let pending =
-                std::sync::Arc::new((std::sync::Mutex::new(0usize), std::sync::Condvar::new()));
-            let counter = pending.clone();
-            std::thread::Builder::new()
-                .name("toolgate-shell-cleanup".into())
-                .spawn(move || {
-                    for dir in rx {
-                        drop(dir);
-                        let (lock, cv) = &*counter;
-                        let mut n = lock.lock().unwrap_or_else(|p| p.into_inner());
-                        *n = n.saturating_sub(1);
-                        cv.notify_all();
-                    }
-                })
-                .ok()?;
-            Some(Remover {
-                tx: std::sync::Mutex::new(tx),
-                pending,
-            })
-        })
-        .as_ref()
-}
-
-/// Wait (at most `timeout`) until the directories of ended commands are removed; the gate
-/// calls this when it closes, so a one-shot `toolgate call` leaves nothing behind in `/tmp`.
-pub fn finish_cleanup(timeout: std::time::Duration) {
-    let Some(r) = remover() else { return };
-    let (lock, cv) = &*r.pending;
-    let deadline = std::time::Instant::now() + timeout;
-    let mut n = lock.lock().unwrap_or_else(|p| p.into_inner());
-    while *n > 0 {
-        let now = std::time::Instant::now();
-        if now >= deadline {
-            return;
-        }
-        n = cv
-            .wait_timeout(n, deadline - now)
-            .map(|(g, _)| g)
-            .unwrap_or_else(|e| e.into_inner().0);
-    }
-}
-
-impl Drop for CallDirs {
-    fn drop(&mut self) {
-        for dir in [self.fast.take(), self.disk.take()].into_iter().flatten() {
-            let Some(r) = remover() else {
-                drop(dir);
-                continue;
-            };
-            let (lock, _) = &*r.pending;
-            *lock.lock().unwrap_or_else(|p| p.into_inner()) += 1;
-            let tx = r.tx.lock().unwrap_or_else(|p| p.into_inner());
-            if let Err(std::sync::mpsc::SendError(dir)) = tx.send(dir) {
-                *lock.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
-                drop(dir);
-            }
-        }
-    }
-}
-
-impl CallDirs {
-    /// Fresh per-call directories (`root`, `home`, `shm` in [`CallDirs::path`], and the
-    /// private temp dir), only root can enter.
-    pub fn create() -> Result<CallDirs, String> {
-        let fail = |e: std::io::Error| format!("creating the command's private directories: {e}");
-        static FAST_BASE: OnceLock<PathBuf> = OnceLock::new();
-        let fast_base = FAST_BASE.get_or_init(|| {
-            let shm = Path::new("/dev/shm");
-            if shm.is_dir() && tempfile::tempdir_in(shm).is_ok() {
-                shm.to_path_buf()
-            } else {
-                std::env::temp_dir()
-            }
-        });
-        let fast = tempfile::Builder::new()
-            .prefix("toolgate-view-")
-            .tempdir_in(fast_base)
-            .map_err(fail)?;
-        for sub in ["root", "home", "shm"] {
-            std::fs::create_dir(fast.path().join(sub)).map_err(fail)?;
-        }
-        let disk = tempfile::Builder::new()
-            .prefix("toolgate-tmp-")
-            .tempdir()
-            .map_err(fail)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(fast.path(), std::fs::Permissions::from_mode(0o700));
-            // The private /tmp behaves like /tmp (sticky, world-writable).
-            let _ = std::fs::set_permissions(disk.path(), std::fs::Permissions::from_mode(0o1777));
-        }
-        Ok(CallDirs {
-            fast: Some(fast),
-            disk: Some(disk),
-        })
-    }
-
-    /// The directory holding the new root, `home` and `shm`.
-    pub fn path(&self) -> &Path {
-        self.fast
-            .as_ref()
-            .map_or(Path::new("/nonexistent"), |d| d.path())
-    }
-
-    /// The private temp dir (the command's `/tmp` with a view, its `TMPDIR` without).
-    pub fn tmp(&self) -> PathBuf {
-        self.disk
-            .as_ref()
-            .map_or(PathBuf::from("/nonexistent"), |d| d.path().to_path_buf())
-    }
-
-    /// Whether `p` is inside one of this call's own directories.
-    fn owns(&self, p: &Path) -> bool {
-        p.starts_with(self.path()) || p.starts_with(self.tmp())
-    }
-}
-
 /// What the host hands to [`build_view`].
 pub struct ViewInputs<'a> {
     /// The workspace (canonical host path).
@@ -194,7 +55,7 @@ pub struct ViewInputs<'a> {
     pub plan: &'a crate::workspace::view::Plan,
     /// `$HOME` of the host, if any.
     pub home: Option<&'a Path>,
-    /// PATH entries the command may use (absolute host directories).
+    /// PATH entries the command may use (absolute host directories, symlinks resolved).
     pub path_dirs: &'a [PathBuf],
     /// Extra host paths, read-only (`[shell] read`).
     pub extra_read: &'a [PathBuf],
@@ -202,30 +63,74 @@ pub struct ViewInputs<'a> {
     pub extra_write: &'a [PathBuf],
 }
 
-/// Lay out the new root in `dirs` and say which binds make the view.
-pub fn build_view(dirs: &CallDirs, inputs: &ViewInputs<'_>) -> Result<ViewSpec, String> {
-    let root = dirs.path().join("root");
-    let mut binds: Vec<Bind> = Vec::new();
-    let fail =
-        |what: &str, e: std::io::Error| format!("preparing the command's view ({what}): {e}");
+/// The host's system directories (bound read-only, or made the same symlinks) and device
+/// nodes, as they were at most [`FACTS_AGE`] ago: they do not change while a host runs, and
+/// reading them is a dozen system calls a command.
+struct SystemFacts {
+    links: Vec<(PathBuf, PathBuf)>,
+    dirs: Vec<PathBuf>,
+    dev: Vec<PathBuf>,
+}
+
+const FACTS_AGE: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn system_facts() -> std::sync::Arc<SystemFacts> {
+    static FACTS: std::sync::Mutex<Option<(std::time::Instant, std::sync::Arc<SystemFacts>)>> =
+        std::sync::Mutex::new(None);
+    let mut kept = FACTS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((at, facts)) = kept.as_ref() {
+        if at.elapsed() < FACTS_AGE {
+            return facts.clone();
+        }
+    }
+    let mut facts = SystemFacts {
+        links: Vec::new(),
+        dirs: Vec::new(),
+        dev: Vec::new(),
+    };
     for dir in SYSTEM_DIRS {
         let host = Path::new(dir);
         let Ok(meta) = host.symlink_metadata() else {
             continue;
         };
-        let at = root.join(dir.trim_start_matches('/'));
         if meta.file_type().is_symlink() {
-            let target = std::fs::read_link(host).map_err(|e| fail(dir, e))?;
-            #[cfg(unix)]
-            std::os::unix::fs::symlink(&target, &at).map_err(|e| fail(dir, e))?;
+            if let Ok(target) = std::fs::read_link(host) {
+                facts.links.push((host.to_path_buf(), target));
+            }
         } else if meta.is_dir() {
-            binds.push(Bind {
-                source: host.to_path_buf(),
-                target: host.to_path_buf(),
-                read_only: true,
-                device: false,
-            });
+            facts.dirs.push(host.to_path_buf());
         }
+    }
+    for node in DEV_NODES {
+        let host = Path::new("/dev").join(node);
+        if host.exists() {
+            facts.dev.push(host);
+        }
+    }
+    let facts = std::sync::Arc::new(facts);
+    *kept = Some((std::time::Instant::now(), facts.clone()));
+    facts
+}
+
+/// Lay out the new root in `dirs` and say which binds make the view.
+pub fn build_view(dirs: &CallDirs, inputs: &ViewInputs<'_>) -> Result<ViewSpec, String> {
+    // What the shared root skeleton holds (paths relative to it).
+    let mut layout: Vec<Entry> = Vec::new();
+    let rel = |p: &Path| p.strip_prefix("/").unwrap_or(p).to_path_buf();
+    let mut binds: Vec<Bind> = Vec::new();
+    let fail =
+        |what: &str, e: std::io::Error| format!("preparing the command's view ({what}): {e}");
+    let facts = system_facts();
+    for (host, target) in &facts.links {
+        layout.push(Entry::Link(rel(host), target.clone()));
+    }
+    for host in &facts.dirs {
+        binds.push(Bind {
+            source: host.clone(),
+            target: host.clone(),
+            read_only: true,
+            device: false,
+        });
     }
     // Private /tmp, /dev, /proc.
     binds.push(Bind {
@@ -234,16 +139,13 @@ pub fn build_view(dirs: &CallDirs, inputs: &ViewInputs<'_>) -> Result<ViewSpec, 
         read_only: false,
         device: false,
     });
-    for node in DEV_NODES {
-        let host = Path::new("/dev").join(node);
-        if host.exists() {
-            binds.push(Bind {
-                source: host.clone(),
-                target: host,
-                read_only: false,
-                device: true,
-            });
-        }
+    for host in &facts.dev {
+        binds.push(Bind {
+            source: host.clone(),
+            target: host.clone(),
+            read_only: false,
+            device: true,
+        });
     }
     binds.push(Bind {
         source: dirs.path().join("shm"),
@@ -291,11 +193,8 @@ pub fn build_view(dirs: &CallDirs, inputs: &ViewInputs<'_>) -> Result<ViewSpec, 
             && inputs.home.is_none_or(|h| p != h)
     };
     for dir in inputs.path_dirs {
-        // `/sbin -> usr/sbin`: judged (and mounted) by where it really is.
-        let Ok(dir) = dir.canonicalize() else {
-            continue;
-        };
-        let dir = &dir;
+        // `/sbin -> usr/sbin`: judged (and mounted) by where it really is (resolved by the
+        // caller).
         let covered = binds
             .iter()
             .any(|b| b.read_only && dir.starts_with(&b.target));
@@ -308,6 +207,8 @@ pub fn build_view(dirs: &CallDirs, inputs: &ViewInputs<'_>) -> Result<ViewSpec, 
             });
         }
     }
+    // Every bind's source is a directory except device nodes and these.
+    let mut extra_files: Vec<PathBuf> = Vec::new();
     for (paths, read_only) in [(inputs.extra_read, true), (inputs.extra_write, false)] {
         for p in paths {
             // Never the root, `$HOME` or the workspace itself or anything holding them (that
@@ -332,7 +233,10 @@ pub fn build_view(dirs: &CallDirs, inputs: &ViewInputs<'_>) -> Result<ViewSpec, 
                     if read_only { "" } else { ", and not inside a system directory (/usr, /etc, /bin, /lib, /opt, /var, /boot …)" }
                 ));
             }
-            if p.exists() {
+            if let Ok(meta) = p.metadata() {
+                if !meta.is_dir() {
+                    extra_files.push(p.clone());
+                }
                 binds.push(Bind {
                     source: p.clone(),
                     target: p.clone(),
@@ -353,12 +257,14 @@ pub fn build_view(dirs: &CallDirs, inputs: &ViewInputs<'_>) -> Result<ViewSpec, 
     // Make every mount point: inside the nearest enclosing bind's source when that is one of
     // this call's own directories, else in the new root. A mount point inside a host directory
     // (the workspace under /usr, say) exists already, since it is the same path.
+    let mut points: Vec<PathBuf> = Vec::new();
     for i in 0..binds.len() {
         let target = binds[i].target.clone();
         let enclosing = binds[..i]
             .iter()
             .filter(|b| target.starts_with(&b.target) && target != b.target)
             .max_by_key(|b| b.target.components().count());
+        let source_is_dir = !binds[i].device && !extra_files.contains(&binds[i].source);
         let at = match enclosing {
             Some(b) => {
                 let rest = target.strip_prefix(&b.target).unwrap_or(Path::new(""));
@@ -374,11 +280,21 @@ pub fn build_view(dirs: &CallDirs, inputs: &ViewInputs<'_>) -> Result<ViewSpec, 
                 }
                 b.source.join(rest)
             }
-            None => root.join(target.strip_prefix("/").unwrap_or(&target)),
+            None => {
+                layout.push(if source_is_dir {
+                    Entry::Dir(rel(&target))
+                } else {
+                    Entry::File(rel(&target))
+                });
+                continue;
+            }
         };
-        let source_is_dir = binds[i].source.is_dir();
         if source_is_dir {
-            std::fs::create_dir_all(&at).map_err(|e| fail(&at.display().to_string(), e))?;
+            // Usually made ahead in this call's fresh directories (the last command's points).
+            if !at.is_dir() {
+                std::fs::create_dir_all(&at).map_err(|e| fail(&at.display().to_string(), e))?;
+            }
+            points.push(at.clone());
         } else {
             if let Some(parent) = at.parent() {
                 std::fs::create_dir_all(parent)
@@ -389,24 +305,19 @@ pub fn build_view(dirs: &CallDirs, inputs: &ViewInputs<'_>) -> Result<ViewSpec, 
             }
         }
     }
-    std::fs::create_dir_all(root.join("proc")).map_err(|e| fail("/proc", e))?;
+    layout.push(Entry::Dir("proc".into()));
     for (link, to) in [
         ("dev/fd", "/proc/self/fd"),
         ("dev/stdin", "/proc/self/fd/0"),
         ("dev/stdout", "/proc/self/fd/1"),
         ("dev/stderr", "/proc/self/fd/2"),
     ] {
-        #[cfg(unix)]
-        std::os::unix::fs::symlink(to, root.join(link)).map_err(|e| fail(link, e))?;
+        layout.push(Entry::Link(link.into(), to.into()));
     }
-    // The empty file bound over every masked file.
-    std::fs::write(root.join(".empty"), b"").map_err(|e| fail(".empty", e))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ =
-            std::fs::set_permissions(root.join(".empty"), std::fs::Permissions::from_mode(0o444));
-    }
+    dirs.remember_points(&points);
+    let skeleton = skeletons().get(fast_base(), layout)?;
+    let root = skeleton.root();
+    let _ = dirs.skeleton.set(skeleton);
     let mut masked_files: Vec<PathBuf> = Vec::new();
     let mut masked_dirs: Vec<PathBuf> = Vec::new();
     for s in SYSTEM_SECRETS {

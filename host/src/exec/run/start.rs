@@ -4,12 +4,12 @@
 use super::Progress;
 use crate::exec::confine;
 use crate::exec::{ExecError, ExecHost};
-use std::io::Read;
 use std::process::Stdio;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
-pub(super) type Readers = [Option<Box<dyn Read + Send>>; 2];
+/// The read ends of the command's stdout and stderr.
+pub(super) type Readers = [Option<std::os::fd::OwnedFd>; 2];
 
 /// Record the leader's end in `shared`.
 fn record_exit(shared: &Arc<(Mutex<Progress>, Condvar)>, code: Option<i32>, signal: Option<i32>) {
@@ -63,10 +63,7 @@ pub(super) fn start_with_spawner(
                     leader.store(pid, std::sync::atomic::Ordering::Release);
                     pid
                 },
-                [
-                    Some(Box::new(out_r) as Box<dyn Read + Send>),
-                    Some(Box::new(err_r) as Box<dyn Read + Send>),
-                ],
+                [Some(out_r.into()), Some(err_r.into())],
             ))),
             Err(StartError::Unavailable(_)) => Ok(None),
             Err(StartError::Failed(e)) => Err(ExecError::Spawner(e)),
@@ -105,8 +102,8 @@ pub(super) fn start_in_process(
     let mut child = cmd.spawn().map_err(ExecError::Start)?;
     let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
     let readers: Readers = [
-        child.stdout.take().map(|s| Box::new(s) as _),
-        child.stderr.take().map(|s| Box::new(s) as _),
+        child.stdout.take().map(Into::into),
+        child.stderr.take().map(Into::into),
     ];
     let shared = shared.clone();
     std::thread::spawn(move || {

@@ -67,7 +67,7 @@ fn mirror(status: libc::c_int) -> ! {
 }
 
 /// Close every descriptor from 3 up except `keep`.
-fn close_others(keep: libc::c_int) {
+pub(super) fn close_others(keep: libc::c_int) {
     // SAFETY: close_range on descriptor numbers; nothing in this process uses them after.
     #[allow(unsafe_code)]
     unsafe {

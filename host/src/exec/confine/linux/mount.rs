@@ -82,7 +82,7 @@ pub(super) fn prepare(v: &ViewSpec) -> Result<Prepared, String> {
         proc_: cstr(&root.join("proc"))?,
         proc_sys: cstr(&root.join("proc/sys"))?,
         proc_sysrq: cstr(&root.join("proc/sysrq-trigger"))?,
-        empty: cstr(&root.join(".empty"))?,
+        empty: cstr(&root.join(crate::exec::confine::skeleton::EMPTY))?,
         masked_files: paths(&v.masked_files)?,
         masked_dirs: paths(&v.masked_dirs)?,
         workspace: cstr(&under(root, &v.workspace))?,

@@ -1,0 +1,275 @@
+//! The per-call directories behind a view (the command's `$HOME`, `/dev/shm` and `/tmp`),
+//! made ahead of need and removed after, both on a cleanup thread of their own so no call
+//! waits for either.
+
+use super::skeleton::{Skeleton, Skeletons};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+
+/// The per-call directories behind a view: removed when dropped, off the call's path.
+/// `$HOME` and `/dev/shm` live on a tmpfs where the host has one (`/dev/shm`: creating a
+/// directory there costs ~5 µs against ~140 µs on this machine kind's disk); the command's
+/// `/tmp` stays on disk, so a command's temporary files do not eat the host's memory.
+pub struct CallDirs {
+    fast: Option<tempfile::TempDir>,
+    disk: Option<tempfile::TempDir>,
+    /// The shared root skeleton this call's view uses (kept until the call's end).
+    pub(super) skeleton: OnceLock<Arc<Skeleton>>,
+}
+
+/// What the cleanup thread does.
+enum Job {
+    /// Remove a directory. Removing one that was a mount point in a namespace the kernel is
+    /// still tearing down waits for it (~8 ms a directory on this machine kind).
+    Remove(tempfile::TempDir),
+    /// Make a fresh set of per-call directories for the next call.
+    Refill,
+}
+
+/// Fresh sets kept ready: enough for a few commands started at once.
+const READY: usize = 2;
+
+struct Cleaner {
+    tx: Mutex<std::sync::mpsc::Sender<Job>>,
+    /// Jobs sent and not done yet.
+    pending: Arc<(Mutex<usize>, Condvar)>,
+}
+
+/// Sets of (fast, disk) directories nobody has used, the disk one still private (0700).
+fn ready() -> &'static Mutex<Vec<(tempfile::TempDir, tempfile::TempDir)>> {
+    static READY_SETS: OnceLock<Mutex<Vec<(tempfile::TempDir, tempfile::TempDir)>>> =
+        OnceLock::new();
+    READY_SETS.get_or_init(Mutex::default)
+}
+
+/// Off once the host finishes (no set is made that nobody would remove), on at the next call.
+static REFILL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+fn cleaner() -> Option<&'static Cleaner> {
+    static CLEANER: OnceLock<Option<Cleaner>> = OnceLock::new();
+    CLEANER
+        .get_or_init(|| {
+            let (tx, rx) = std::sync::mpsc::channel::<Job>();
+            let pending = Arc::new((Mutex::new(0usize), Condvar::new()));
+            let counter = pending.clone();
+            std::thread::Builder::new()
+                .name("toolgate-shell-cleanup".into())
+                .spawn(move || {
+                    for job in rx {
+                        match job {
+                            Job::Remove(dir) => drop(dir),
+                            Job::Refill => refill(),
+                        }
+                        let (lock, cv) = &*counter;
+                        let mut n = lock.lock().unwrap_or_else(|p| p.into_inner());
+                        *n = n.saturating_sub(1);
+                        cv.notify_all();
+                    }
+                })
+                .ok()?;
+            Some(Cleaner {
+                tx: Mutex::new(tx),
+                pending,
+            })
+        })
+        .as_ref()
+}
+
+fn send(job: Job) {
+    let Some(c) = cleaner() else {
+        if let Job::Remove(dir) = job {
+            drop(dir);
+        }
+        return;
+    };
+    let (lock, _) = &*c.pending;
+    *lock.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+    let tx = c.tx.lock().unwrap_or_else(|p| p.into_inner());
+    if let Err(std::sync::mpsc::SendError(job)) = tx.send(job) {
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+        drop(job);
+    }
+}
+
+fn refill() {
+    if !REFILL.load(std::sync::atomic::Ordering::Acquire) {
+        return;
+    }
+    if ready().lock().unwrap_or_else(|p| p.into_inner()).len() >= READY {
+        return;
+    }
+    if let Ok(set) = make_set() {
+        let mut ready = ready().lock().unwrap_or_else(|p| p.into_inner());
+        if ready.len() < READY && REFILL.load(std::sync::atomic::Ordering::Acquire) {
+            ready.push(set);
+        }
+    }
+}
+
+/// Wait (up to `timeout`) until every ended command's directories are removed, and remove the
+/// sets kept ready and the shared skeletons.
+pub fn finish_cleanup(timeout: std::time::Duration) {
+    REFILL.store(false, std::sync::atomic::Ordering::Release);
+    skeletons().clear();
+    let unused: Vec<_> = std::mem::take(&mut *ready().lock().unwrap_or_else(|p| p.into_inner()));
+    for (fast, disk) in unused {
+        send(Job::Remove(fast));
+        send(Job::Remove(disk));
+    }
+    let Some(c) = cleaner() else { return };
+    let (lock, cv) = &*c.pending;
+    let deadline = std::time::Instant::now() + timeout;
+    let mut n = lock.lock().unwrap_or_else(|p| p.into_inner());
+    while *n > 0 {
+        let now = std::time::Instant::now();
+        if now >= deadline {
+            return;
+        }
+        n = cv
+            .wait_timeout(n, deadline - now)
+            .map(|(g, _)| g)
+            .unwrap_or_else(|e| e.into_inner().0);
+    }
+}
+
+/// Remove `dir` on the cleanup thread, off the call's path.
+pub(super) fn remove_later(dir: tempfile::TempDir) {
+    send(Job::Remove(dir));
+}
+
+/// The root skeletons shared by this process's commands.
+pub(super) fn skeletons() -> &'static Skeletons {
+    static SKELETONS: OnceLock<Skeletons> = OnceLock::new();
+    SKELETONS.get_or_init(Skeletons::default)
+}
+
+/// Where the per-call directories and skeletons live: `/dev/shm` when the host has one.
+pub(super) fn fast_base() -> &'static Path {
+    static FAST_BASE: OnceLock<PathBuf> = OnceLock::new();
+    FAST_BASE.get_or_init(|| {
+        let shm = Path::new("/dev/shm");
+        if shm.is_dir() && tempfile::tempdir_in(shm).is_ok() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        }
+    })
+}
+
+/// Mount points the last view made in its own directories (relative to its fast and disk
+/// directories): a fresh set has them already, so the next command's view usually finds
+/// them made (a directory on disk costs ~100 µs to make).
+fn last_points() -> &'static Mutex<(Vec<PathBuf>, Vec<PathBuf>)> {
+    static POINTS: OnceLock<Mutex<(Vec<PathBuf>, Vec<PathBuf>)>> = OnceLock::new();
+    POINTS.get_or_init(Mutex::default)
+}
+
+/// A fresh (fast, disk) pair: `home` and `shm` in the first, both private to root, with the
+/// last view's mount points.
+fn make_set() -> Result<(tempfile::TempDir, tempfile::TempDir), String> {
+    let fail = |e: std::io::Error| format!("creating the command's private directories: {e}");
+    let fast = tempfile::Builder::new()
+        .prefix("toolgate-view-")
+        .tempdir_in(fast_base())
+        .map_err(fail)?;
+    for sub in ["home", "shm"] {
+        std::fs::create_dir(fast.path().join(sub)).map_err(fail)?;
+    }
+    let disk = tempfile::Builder::new()
+        .prefix("toolgate-tmp-")
+        .tempdir()
+        .map_err(fail)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(fast.path(), std::fs::Permissions::from_mode(0o700));
+        let _ = std::fs::set_permissions(disk.path(), std::fs::Permissions::from_mode(0o700));
+    }
+    let (in_fast, in_disk) = last_points()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    for (base, rel) in in_fast
+        .iter()
+        .map(|r| (fast.path(), r))
+        .chain(in_disk.iter().map(|r| (disk.path(), r)))
+    {
+        // Best effort: the view makes whatever is missing.
+        let _ = std::fs::create_dir_all(base.join(rel));
+    }
+    Ok((fast, disk))
+}
+
+impl Drop for CallDirs {
+    fn drop(&mut self) {
+        for dir in [self.fast.take(), self.disk.take()].into_iter().flatten() {
+            remove_later(dir);
+        }
+    }
+}
+
+impl CallDirs {
+    /// Fresh per-call directories (`home`, `shm` in [`CallDirs::path`], and the private temp
+    /// dir), only root can enter: a set made ahead on the cleanup thread (never used by
+    /// anyone, its temp dir private until now), or one made here when none is ready.
+    pub fn create() -> Result<CallDirs, String> {
+        REFILL.store(true, std::sync::atomic::Ordering::Release);
+        let kept = ready().lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let (fast, disk) = match kept {
+            Some(set) => set,
+            None => make_set()?,
+        };
+        send(Job::Refill);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            // The private /tmp behaves like /tmp (sticky, world-writable).
+            std::fs::set_permissions(disk.path(), std::fs::Permissions::from_mode(0o1777))
+                .map_err(|e| format!("creating the command's private directories: {e}"))?;
+        }
+        Ok(CallDirs {
+            fast: Some(fast),
+            disk: Some(disk),
+            skeleton: OnceLock::new(),
+        })
+    }
+
+    /// The directory holding `home` and `shm`.
+    pub fn path(&self) -> &Path {
+        self.fast
+            .as_ref()
+            .map_or(Path::new("/nonexistent"), |d| d.path())
+    }
+
+    /// The private temp dir (the command's `/tmp` with a view, its `TMPDIR` without).
+    pub fn tmp(&self) -> PathBuf {
+        self.disk
+            .as_ref()
+            .map_or(PathBuf::from("/nonexistent"), |d| d.path().to_path_buf())
+    }
+
+    /// Remember the directories the view made inside this call's own directories, for the
+    /// sets made next.
+    pub(super) fn remember_points(&self, made: &[PathBuf]) {
+        let (fast, disk) = (self.path().to_path_buf(), self.tmp());
+        // Plain names only: nothing made ahead can land outside a fresh set.
+        let inside = |base: &Path| -> Vec<PathBuf> {
+            made.iter()
+                .filter_map(|p| p.strip_prefix(base).ok())
+                .filter(|r| {
+                    !r.as_os_str().is_empty()
+                        && r.components()
+                            .all(|c| matches!(c, std::path::Component::Normal(_)))
+                })
+                .map(Path::to_path_buf)
+                .collect()
+        };
+        let (in_fast, in_disk) = (inside(&fast), inside(&disk));
+        *last_points().lock().unwrap_or_else(|p| p.into_inner()) = (in_fast, in_disk);
+    }
+
+    /// Whether `p` is inside one of this call's own directories.
+    pub(super) fn owns(&self, p: &Path) -> bool {
+        p.starts_with(self.path()) || p.starts_with(self.tmp())
+    }
+}
