@@ -309,6 +309,7 @@ fn probe() -> Probe {
 }
 
 mod calldirs;
+mod cleanup;
 mod skeleton;
 mod view;
 pub use calldirs::{finish_cleanup, CallDirs};
@@ -333,4 +334,4 @@ pub fn apply(
 mod linux;
 
 #[cfg(target_os = "linux")]
-pub use linux::direct::{spawn as spawn_direct, Direct};
+pub use linux::direct::{spawn as spawn_direct, Direct, Launch};

@@ -507,10 +507,11 @@ mod linux {
                                 pid: direct.pid,
                             },
                         );
-                        // Reported as soon as the namespace's init has the status; the
-                        // namespace is torn down (and the init reaped) after. A command with a
-                        // pids cgroup of its own is reaped first: the host removes the group
-                        // once it hears the command ended.
+                        // Reported as soon as the namespace's init has the status, which it
+                        // sends once everything else in the namespace is killed and reaped; the
+                        // namespace's mounts are torn down (and the init reaped) after. A
+                        // command with a pids cgroup of its own is reaped first: the host
+                        // removes the group once it hears the command ended.
                         let (code, signal) = direct.wait();
                         if req.cgroup {
                             direct.reap();
@@ -567,7 +568,17 @@ mod linux {
         };
         let (procs, net) = (req.cgroup.then(|| fds.next()).flatten(), fds.next());
         if req.confinement.pidns {
-            return crate::exec::confine::spawn_direct(req, stdout, stderr, procs, net)
+            let launch = crate::exec::confine::Launch {
+                program: &req.program,
+                arg0: &req.arg0,
+                args: &req.args,
+                env: &req.env,
+                cwd: &req.cwd,
+                confinement: req.confinement,
+                view: req.view.as_ref(),
+                writable: &req.writable,
+            };
+            return crate::exec::confine::spawn_direct(&launch, stdout, stderr, procs, net)
                 .map(Launched::Direct);
         }
         let mut cmd = req.command();

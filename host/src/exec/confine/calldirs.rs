@@ -2,9 +2,10 @@
 //! made ahead of need and removed after, both on a cleanup thread of their own so no call
 //! waits for either.
 
+use super::cleanup::{self, remove_later};
 use super::skeleton::{Skeleton, Skeletons};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The per-call directories behind a view: removed when dropped, off the call's path.
 /// `$HOME` and `/dev/shm` live on a tmpfs where the host has one (`/dev/shm`: creating a
@@ -17,23 +18,8 @@ pub struct CallDirs {
     pub(super) skeleton: OnceLock<Arc<Skeleton>>,
 }
 
-/// What the cleanup thread does.
-enum Job {
-    /// Remove a directory. Removing one that was a mount point in a namespace the kernel is
-    /// still tearing down waits for it (~8 ms a directory on this machine kind).
-    Remove(tempfile::TempDir),
-    /// Make a fresh set of per-call directories for the next call.
-    Refill,
-}
-
 /// Fresh sets kept ready: enough for a few commands started at once.
 const READY: usize = 2;
-
-struct Cleaner {
-    tx: Mutex<std::sync::mpsc::Sender<Job>>,
-    /// Jobs sent and not done yet.
-    pending: Arc<(Mutex<usize>, Condvar)>,
-}
 
 /// Sets of (fast, disk) directories nobody has used, the disk one still private (0700).
 fn ready() -> &'static Mutex<Vec<(tempfile::TempDir, tempfile::TempDir)>> {
@@ -44,52 +30,6 @@ fn ready() -> &'static Mutex<Vec<(tempfile::TempDir, tempfile::TempDir)>> {
 
 /// Off once the host finishes (no set is made that nobody would remove), on at the next call.
 static REFILL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
-
-fn cleaner() -> Option<&'static Cleaner> {
-    static CLEANER: OnceLock<Option<Cleaner>> = OnceLock::new();
-    CLEANER
-        .get_or_init(|| {
-            let (tx, rx) = std::sync::mpsc::channel::<Job>();
-            let pending = Arc::new((Mutex::new(0usize), Condvar::new()));
-            let counter = pending.clone();
-            std::thread::Builder::new()
-                .name("toolgate-shell-cleanup".into())
-                .spawn(move || {
-                    for job in rx {
-                        match job {
-                            Job::Remove(dir) => drop(dir),
-                            Job::Refill => refill(),
-                        }
-                        let (lock, cv) = &*counter;
-                        let mut n = lock.lock().unwrap_or_else(|p| p.into_inner());
-                        *n = n.saturating_sub(1);
-                        cv.notify_all();
-                    }
-                })
-                .ok()?;
-            Some(Cleaner {
-                tx: Mutex::new(tx),
-                pending,
-            })
-        })
-        .as_ref()
-}
-
-fn send(job: Job) {
-    let Some(c) = cleaner() else {
-        if let Job::Remove(dir) = job {
-            drop(dir);
-        }
-        return;
-    };
-    let (lock, _) = &*c.pending;
-    *lock.lock().unwrap_or_else(|p| p.into_inner()) += 1;
-    let tx = c.tx.lock().unwrap_or_else(|p| p.into_inner());
-    if let Err(std::sync::mpsc::SendError(job)) = tx.send(job) {
-        *lock.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
-        drop(job);
-    }
-}
 
 fn refill() {
     if !REFILL.load(std::sync::atomic::Ordering::Acquire) {
@@ -113,28 +53,10 @@ pub fn finish_cleanup(timeout: std::time::Duration) {
     skeletons().clear();
     let unused: Vec<_> = std::mem::take(&mut *ready().lock().unwrap_or_else(|p| p.into_inner()));
     for (fast, disk) in unused {
-        send(Job::Remove(fast));
-        send(Job::Remove(disk));
+        remove_later(fast);
+        remove_later(disk);
     }
-    let Some(c) = cleaner() else { return };
-    let (lock, cv) = &*c.pending;
-    let deadline = std::time::Instant::now() + timeout;
-    let mut n = lock.lock().unwrap_or_else(|p| p.into_inner());
-    while *n > 0 {
-        let now = std::time::Instant::now();
-        if now >= deadline {
-            return;
-        }
-        n = cv
-            .wait_timeout(n, deadline - now)
-            .map(|(g, _)| g)
-            .unwrap_or_else(|e| e.into_inner().0);
-    }
-}
-
-/// Remove `dir` on the cleanup thread, off the call's path.
-pub(super) fn remove_later(dir: tempfile::TempDir) {
-    send(Job::Remove(dir));
+    cleanup::wait_idle(timeout);
 }
 
 /// The root skeletons shared by this process's commands.
@@ -219,7 +141,7 @@ impl CallDirs {
             Some(set) => set,
             None => make_set()?,
         };
-        send(Job::Refill);
+        cleanup::later(Box::new(refill));
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

@@ -112,7 +112,7 @@ impl Skeleton {
 impl Drop for Skeleton {
     fn drop(&mut self) {
         if let Some(dir) = self.dir.take() {
-            super::calldirs::remove_later(dir);
+            super::cleanup::remove_later(dir);
         }
     }
 }

@@ -4,17 +4,40 @@
 //!
 //! Through `std::process::Command` a confined command needs three forks: the child `Command`
 //! makes (which can only `unshare`, so it stays outside the new PID namespace), the
-//! namespace's init, and the command. Here there are two, the command's status reaches the
-//! caller as soon as the init has it (the namespace is torn down after that, off the call's
-//! path), and nothing is waited for twice. The confinement is the same [`Armed`] value put
-//! on in the same order.
+//! namespace's init, and the command. Here the init is cloned into the namespaces and starts
+//! the command with `posix_spawn` (its memory is not copied). When the command ends, the init
+//! kills and reaps everything else in the namespace and only then reports the status: the
+//! caller hears it with nothing of the command still running, and the namespace's teardown
+//! (its mounts) happens after, off the call's path. The confinement is the same [`Armed`]
+//! value put on in the same order.
 
 use super::fork::{close_others, join_cgroup};
 use super::Armed;
-use crate::exec::spawner::Request;
+use crate::exec::confine::{Confinement, ViewSpec};
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// What to start, exactly as the host prepared it.
+pub struct Launch<'a> {
+    /// The program (absolute).
+    pub program: &'a Path,
+    /// `argv[0]`.
+    pub arg0: &'a str,
+    /// The remaining arguments.
+    pub args: &'a [String],
+    /// The whole environment.
+    pub env: &'a [(String, String)],
+    /// The working directory (inside the view when there is one).
+    pub cwd: &'a Path,
+    /// The layers to put on (with a PID namespace).
+    pub confinement: Confinement,
+    /// The view to build.
+    pub view: Option<&'a ViewSpec>,
+    /// Without a view: where Landlock lets the command write.
+    pub writable: &'a [PathBuf],
+}
 
 /// A command started by [`spawn`]: its namespace's init is a child of the calling process.
 pub struct Direct {
@@ -118,7 +141,7 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
 /// given, and return once the command has been executed (or say why it was not). Only for a
 /// confinement with a PID namespace.
 pub fn spawn(
-    req: &Request,
+    req: &Launch<'_>,
     stdout: OwnedFd,
     stderr: OwnedFd,
     procs: Option<OwnedFd>,
@@ -154,13 +177,7 @@ pub fn spawn(
     )
     .map_err(|e| format!("opening /dev/null for the command's input: {e}"))?;
     let cgroup = procs.is_some();
-    let mut armed = Armed::new(
-        req.confinement,
-        req.view.as_ref(),
-        &req.writable,
-        procs,
-        net,
-    )?;
+    let mut armed = Armed::new(req.confinement, req.view, req.writable, procs, net)?;
     let attrs = SpawnAttrs::new(null.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd())?;
     // The exec's outcome (an errno, or end of file once the command runs), the command's
     // status, and "go" once the init is in the pids cgroup.
@@ -337,8 +354,8 @@ fn errno_of(e: &std::io::Error) -> i32 {
     e.raw_os_error().unwrap_or(libc::EPERM)
 }
 
-/// PID 1 of the new namespace: confine, fork the command, report its end, exit (which kills
-/// whatever else is left in the namespace).
+/// PID 1 of the new namespace: confine, start the command, and when it ends kill and reap
+/// everything else in the namespace, then report its status and exit.
 #[allow(unsafe_code)]
 unsafe fn init(
     armed: &mut Armed,
@@ -413,6 +430,19 @@ unsafe fn init(
         let mut status: libc::c_int = 0;
         let pid = libc::waitpid(-1, &mut status, 0);
         if pid == command {
+            // Nothing of the command may run once its end is reported: kill everything
+            // left in the namespace and reap it all first (what the namespace's teardown
+            // would do, but before the report, so the teardown itself is off the call's
+            // path). A process forking now cannot escape: a fork fails while its parent has
+            // a fatal signal pending.
+            libc::kill(-1, libc::SIGKILL);
+            loop {
+                let mut other: libc::c_int = 0;
+                let r = libc::waitpid(-1, &mut other, 0);
+                if r < 0 && *libc::__errno_location() != libc::EINTR {
+                    break;
+                }
+            }
             libc::write(
                 fds.status_w,
                 (&status as *const libc::c_int).cast(),
