@@ -11,7 +11,7 @@
 //! (its mounts) happens after, off the call's path. The confinement is the same [`Armed`]
 //! value put on in the same order.
 
-use super::fork::{close_others, join_cgroup};
+use super::fork::{init_wait, join_cgroup};
 use super::Armed;
 use crate::exec::confine::{Confinement, ViewSpec};
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
@@ -407,7 +407,7 @@ unsafe fn init(
     }
     // The command (PID 2), started like `posix_spawn` does (the init's memory is not copied;
     // the init waits until the command has executed): its input and output on 0, 1 and 2,
-    // nothing else open, every signal at its default and none blocked.
+    // nothing else open, SIGPIPE at its default and no signal blocked.
     let mut command: libc::pid_t = 0;
     let r = libc::posix_spawn(
         &mut command,
@@ -420,38 +420,6 @@ unsafe fn init(
     if r != 0 {
         fail(fds.err_w, r);
     }
-    // The init holds nothing of the command's: its output ends when the command's does.
     libc::close(fds.err_w);
-    close_others(fds.status_w);
-    libc::close(0);
-    libc::close(1);
-    libc::close(2);
-    loop {
-        let mut status: libc::c_int = 0;
-        let pid = libc::waitpid(-1, &mut status, 0);
-        if pid == command {
-            // Nothing of the command may run once its end is reported: kill everything
-            // left in the namespace and reap it all first (what the namespace's teardown
-            // would do, but before the report, so the teardown itself is off the call's
-            // path). A process forking now cannot escape: a fork fails while its parent has
-            // a fatal signal pending.
-            libc::kill(-1, libc::SIGKILL);
-            loop {
-                let mut other: libc::c_int = 0;
-                let r = libc::waitpid(-1, &mut other, 0);
-                if r < 0 && *libc::__errno_location() != libc::EINTR {
-                    break;
-                }
-            }
-            libc::write(
-                fds.status_w,
-                (&status as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>(),
-            );
-            libc::_exit(0);
-        }
-        if pid < 0 && *libc::__errno_location() != libc::EINTR {
-            libc::_exit(1);
-        }
-    }
+    init_wait(command, fds.status_w)
 }

@@ -67,7 +67,7 @@ fn mirror(status: libc::c_int) -> ! {
 }
 
 /// Close every descriptor from 3 up except `keep`.
-pub(super) fn close_others(keep: libc::c_int) {
+fn close_others(keep: libc::c_int) {
     // SAFETY: close_range on descriptor numbers; nothing in this process uses them after.
     #[allow(unsafe_code)]
     unsafe {
@@ -109,6 +109,46 @@ fn raw_fork() -> std::io::Result<libc::pid_t> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(pid as libc::pid_t)
+}
+
+/// The namespace's init once the command runs: hold nothing of the command's (its output
+/// ends when the command's does), wait for it, and when it ends kill and reap everything else
+/// in the namespace before writing its `waitpid` status to `report`; then exit. Nothing of
+/// the command runs once its end is reported: what the namespace's teardown would do is done
+/// first, so the teardown itself (the mounts) is off the call's path. A process forking at that
+/// moment cannot escape: a fork fails while its parent has a fatal signal pending.
+///
+/// # Safety
+/// Only system calls; call it in the init, after the command was started.
+#[allow(unsafe_code)]
+pub(super) unsafe fn init_wait(command: libc::pid_t, report: libc::c_int) -> ! {
+    close_others(report);
+    libc::close(0);
+    libc::close(1);
+    libc::close(2);
+    loop {
+        let mut status: libc::c_int = 0;
+        let pid = libc::waitpid(-1, &mut status, 0);
+        if pid == command {
+            libc::kill(-1, libc::SIGKILL);
+            loop {
+                let mut other: libc::c_int = 0;
+                if libc::waitpid(-1, &mut other, 0) < 0 && *libc::__errno_location() != libc::EINTR
+                {
+                    break;
+                }
+            }
+            libc::write(
+                report,
+                (&status as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>(),
+            );
+            libc::_exit(0);
+        }
+        if pid < 0 && *libc::__errno_location() != libc::EINTR {
+            libc::_exit(1);
+        }
+    }
 }
 
 /// In the child with a fresh PID namespace: fork the namespace's init, which confines
@@ -217,28 +257,10 @@ pub(super) fn split_for_pid_namespace(
     }
     let command = raw_fork()?;
     if command > 0 {
-        close_others(write_end);
         // SAFETY: plain system calls; never returns.
         #[allow(unsafe_code)]
         unsafe {
-            libc::close(0);
-            libc::close(1);
-            libc::close(2);
-            loop {
-                let mut status: libc::c_int = 0;
-                let pid = libc::waitpid(-1, &mut status, 0);
-                if pid == command {
-                    libc::write(
-                        write_end,
-                        (&status as *const libc::c_int).cast(),
-                        std::mem::size_of::<libc::c_int>(),
-                    );
-                    libc::_exit(0);
-                }
-                if pid < 0 && *libc::__errno_location() != libc::EINTR {
-                    libc::_exit(1);
-                }
-            }
+            init_wait(command, write_end)
         }
     }
     // The command itself (PID 2).
