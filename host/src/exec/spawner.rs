@@ -24,6 +24,8 @@
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+#[cfg(target_os = "linux")]
+mod launch;
 mod request;
 pub use request::Request;
 
@@ -93,6 +95,7 @@ pub use other::{serve, Spawner};
 
 #[cfg(target_os = "linux")]
 mod linux {
+    use super::launch::{idle_worker, worker_loop, Idle, Work};
     use super::{find_binary, Reply, Request, StartError, MAX_REQUEST, PROTOCOL, RECV_BUFFER};
     use crate::exec::confine::PidsCgroup;
     use rustix::fd::{AsFd, FromRawFd, OwnedFd};
@@ -442,7 +445,7 @@ mod linux {
         }
     }
 
-    fn send(sock: &OwnedFd, reply: &Reply) {
+    pub(super) fn send(sock: &OwnedFd, reply: &Reply) {
         let Ok(body) = serde_json::to_vec(reply) else {
             return;
         };
@@ -482,6 +485,7 @@ mod linux {
                 version: env!("CARGO_PKG_VERSION").into(),
             },
         );
+        let idle: Idle = Arc::default();
         let mut buf = vec![0u8; RECV_BUFFER];
         while let Some(got) = receive(&sock, &mut buf) {
             if got.truncated {
@@ -492,47 +496,19 @@ mod linux {
                 continue;
             };
             let id = req.id;
+            let work = Work { req, fds: got.fds };
             // The command's thread exists before the command does: the spawner shares the
             // commands' pids cgroup, so a command that fills the limit cannot leave its own
-            // start or end unreported.
-            let worker_sock = sock.clone();
+            // start or end unreported. An idle worker takes it (no thread made on the
+            // command's path), else a new one.
+            let work = match idle_worker(&idle, work) {
+                None => continue,
+                Some(work) => work,
+            };
+            let (worker_sock, worker_idle) = (sock.clone(), idle.clone());
             let worker = std::thread::Builder::new()
                 .stack_size(256 << 10)
-                .spawn(move || match launch(&req, got.fds) {
-                    Ok(Launched::Direct(mut direct)) => {
-                        send(
-                            &worker_sock,
-                            &Reply::Started {
-                                id,
-                                pid: direct.pid,
-                            },
-                        );
-                        // Reported as soon as the namespace's init has the status, which it
-                        // sends once everything else in the namespace is killed and reaped; the
-                        // namespace's mounts are torn down (and the init reaped) after. A
-                        // command with a pids cgroup of its own is reaped first: the host
-                        // removes the group once it hears the command ended.
-                        let (code, signal) = direct.wait();
-                        if req.cgroup {
-                            direct.reap();
-                            send(&worker_sock, &Reply::Exited { id, code, signal });
-                        } else {
-                            send(&worker_sock, &Reply::Exited { id, code, signal });
-                            direct.reap();
-                        }
-                    }
-                    Ok(Launched::Std(mut child)) => {
-                        use std::os::unix::process::ExitStatusExt;
-                        let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
-                        send(&worker_sock, &Reply::Started { id, pid });
-                        let (code, signal) = match child.wait() {
-                            Ok(s) => (s.code(), s.signal()),
-                            Err(_) => (None, None),
-                        };
-                        send(&worker_sock, &Reply::Exited { id, code, signal });
-                    }
-                    Err(error) => send(&worker_sock, &Reply::Failed { id, error }),
-                });
+                .spawn(move || worker_loop(work, &worker_sock, &worker_idle));
             if let Err(e) = worker {
                 let error = format!(
                     "the spawner could not start a thread for the command ({e}): the process \
@@ -543,49 +519,5 @@ mod linux {
             }
         }
         ExitCode::SUCCESS
-    }
-
-    /// A command the spawner started.
-    enum Launched {
-        /// Cloned straight into its PID namespace (the usual case).
-        Direct(crate::exec::confine::Direct),
-        /// Through `std::process::Command` (no PID namespace to start it in).
-        Std(Child),
-    }
-
-    /// Fork and exec one command with exactly the confinement the host asked for.
-    fn launch(req: &Request, fds: Vec<OwnedFd>) -> Result<Launched, String> {
-        let expected = 2 + usize::from(req.cgroup) + usize::from(req.netns);
-        if fds.len() != expected {
-            return Err(format!(
-                "the spawner got {} descriptors, expected {expected}",
-                fds.len()
-            ));
-        }
-        let mut fds = fds.into_iter();
-        let (Some(stdout), Some(stderr)) = (fds.next(), fds.next()) else {
-            return Err("missing output descriptors".into());
-        };
-        let (procs, net) = (req.cgroup.then(|| fds.next()).flatten(), fds.next());
-        if req.confinement.pidns {
-            let launch = crate::exec::confine::Launch {
-                program: &req.program,
-                arg0: &req.arg0,
-                args: &req.args,
-                env: &req.env,
-                cwd: &req.cwd,
-                confinement: req.confinement,
-                view: req.view.as_ref(),
-                writable: &req.writable,
-            };
-            return crate::exec::confine::spawn_direct(&launch, stdout, stderr, procs, net)
-                .map(Launched::Direct);
-        }
-        let mut cmd = req.command();
-        cmd.stdout(Stdio::from(stdout)).stderr(Stdio::from(stderr));
-        req.confine(&mut cmd, procs, net)?;
-        cmd.spawn()
-            .map(Launched::Std)
-            .map_err(|e| format!("could not start the command: {e}"))
     }
 }
