@@ -22,10 +22,10 @@ pub struct CallDirs {
 const READY: usize = 2;
 
 /// Sets of (fast, disk) directories nobody has used, the disk one still private (0700).
-fn ready() -> &'static Mutex<Vec<(tempfile::TempDir, tempfile::TempDir)>> {
-    static READY_SETS: OnceLock<Mutex<Vec<(tempfile::TempDir, tempfile::TempDir)>>> =
-        OnceLock::new();
-    READY_SETS.get_or_init(Mutex::default)
+static READY_SETS: Mutex<Vec<(tempfile::TempDir, tempfile::TempDir)>> = Mutex::new(Vec::new());
+
+fn ready() -> std::sync::MutexGuard<'static, Vec<(tempfile::TempDir, tempfile::TempDir)>> {
+    READY_SETS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Off once the host finishes (no set is made that nobody would remove), on at the next call.
@@ -35,23 +35,24 @@ fn refill() {
     if !REFILL.load(std::sync::atomic::Ordering::Acquire) {
         return;
     }
-    if ready().lock().unwrap_or_else(|p| p.into_inner()).len() >= READY {
+    if ready().len() >= READY {
         return;
     }
     if let Ok(set) = make_set() {
-        let mut ready = ready().lock().unwrap_or_else(|p| p.into_inner());
-        if ready.len() < READY && REFILL.load(std::sync::atomic::Ordering::Acquire) {
-            ready.push(set);
+        let mut sets = ready();
+        if sets.len() < READY && REFILL.load(std::sync::atomic::Ordering::Acquire) {
+            sets.push(set);
         }
     }
 }
 
 /// Wait (up to `timeout`) until every ended command's directories are removed, and remove the
-/// sets kept ready and the shared skeletons.
+/// sets kept ready and the shared skeletons; the gate calls this when it closes, so a one-shot
+/// `toolgate call` leaves nothing behind in `/tmp` or `/dev/shm`.
 pub fn finish_cleanup(timeout: std::time::Duration) {
     REFILL.store(false, std::sync::atomic::Ordering::Release);
     skeletons().clear();
-    let unused: Vec<_> = std::mem::take(&mut *ready().lock().unwrap_or_else(|p| p.into_inner()));
+    let unused: Vec<_> = std::mem::take(&mut *ready());
     for (fast, disk) in unused {
         remove_later(fast);
         remove_later(disk);
@@ -60,9 +61,10 @@ pub fn finish_cleanup(timeout: std::time::Duration) {
 }
 
 /// The root skeletons shared by this process's commands.
+static SKELETONS: Skeletons = Skeletons::new();
+
 pub(super) fn skeletons() -> &'static Skeletons {
-    static SKELETONS: OnceLock<Skeletons> = OnceLock::new();
-    SKELETONS.get_or_init(Skeletons::default)
+    &SKELETONS
 }
 
 /// Where the per-call directories and skeletons live: `/dev/shm` when the host has one.
@@ -81,9 +83,10 @@ pub(super) fn fast_base() -> &'static Path {
 /// Mount points the last view made in its own directories (relative to its fast and disk
 /// directories): a fresh set has them already, so the next command's view usually finds
 /// them made (a directory on disk costs ~100 µs to make).
-fn last_points() -> &'static Mutex<(Vec<PathBuf>, Vec<PathBuf>)> {
-    static POINTS: OnceLock<Mutex<(Vec<PathBuf>, Vec<PathBuf>)>> = OnceLock::new();
-    POINTS.get_or_init(Mutex::default)
+static LAST_POINTS: Mutex<(Vec<PathBuf>, Vec<PathBuf>)> = Mutex::new((Vec::new(), Vec::new()));
+
+fn last_points() -> std::sync::MutexGuard<'static, (Vec<PathBuf>, Vec<PathBuf>)> {
+    LAST_POINTS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A fresh (fast, disk) pair: `home` and `shm` in the first, both private to root, with the
@@ -107,10 +110,7 @@ fn make_set() -> Result<(tempfile::TempDir, tempfile::TempDir), String> {
         let _ = std::fs::set_permissions(fast.path(), std::fs::Permissions::from_mode(0o700));
         let _ = std::fs::set_permissions(disk.path(), std::fs::Permissions::from_mode(0o700));
     }
-    let (in_fast, in_disk) = last_points()
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
+    let (in_fast, in_disk) = last_points().clone();
     for (base, rel) in in_fast
         .iter()
         .map(|r| (fast.path(), r))
@@ -136,7 +136,7 @@ impl CallDirs {
     /// anyone, its temp dir private until now), or one made here when none is ready.
     pub fn create() -> Result<CallDirs, String> {
         REFILL.store(true, std::sync::atomic::Ordering::Release);
-        let kept = ready().lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let kept = ready().pop();
         let (fast, disk) = match kept {
             Some(set) => set,
             None => make_set()?,
@@ -187,7 +187,7 @@ impl CallDirs {
                 .collect()
         };
         let (in_fast, in_disk) = (inside(&fast), inside(&disk));
-        *last_points().lock().unwrap_or_else(|p| p.into_inner()) = (in_fast, in_disk);
+        *last_points() = (in_fast, in_disk);
     }
 
     /// Whether `p` is inside one of this call's own directories.

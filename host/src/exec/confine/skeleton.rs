@@ -51,7 +51,6 @@ impl Skeleton {
 
     fn usable(&self, layout: &[Entry]) -> bool {
         self.layout == layout
-            && self.made.elapsed() < MAX_AGE
             && self
                 .root()
                 .join(EMPTY)
@@ -117,17 +116,24 @@ impl Drop for Skeleton {
     }
 }
 
-/// The skeletons of one exec host.
-#[derive(Default)]
+/// The skeletons kept for reuse (one set per process).
 pub struct Skeletons {
     kept: Mutex<Vec<Arc<Skeleton>>>,
 }
 
 impl Skeletons {
+    /// None kept yet.
+    pub const fn new() -> Skeletons {
+        Skeletons {
+            kept: Mutex::new(Vec::new()),
+        }
+    }
+
     /// A skeleton with exactly `layout` (made in this order) under `base`: a kept one, or a
     /// new one laid out now.
     pub fn get(&self, base: &Path, layout: Vec<Entry>) -> Result<Arc<Skeleton>, String> {
         let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        // Too old to reuse: forgotten (removed once no command uses it).
         kept.retain(|s| s.made.elapsed() < MAX_AGE);
         if let Some(s) = kept.iter().find(|s| s.usable(&layout)) {
             return Ok(s.clone());

@@ -243,7 +243,8 @@ pub fn spawn(
 struct SpawnAttrs {
     actions: *mut libc::posix_spawn_file_actions_t,
     attr: *mut libc::posix_spawnattr_t,
-    store: Box<(libc::posix_spawn_file_actions_t, libc::posix_spawnattr_t)>,
+    /// Where the two pointers point (kept alive, never moved).
+    _store: Box<(libc::posix_spawn_file_actions_t, libc::posix_spawnattr_t)>,
 }
 
 impl SpawnAttrs {
@@ -276,7 +277,7 @@ impl SpawnAttrs {
             let this = SpawnAttrs {
                 actions,
                 attr,
-                store,
+                _store: store,
             };
             for (from, to) in [(stdin, 0), (stdout, 1), (stderr, 2)] {
                 let r = libc::posix_spawn_file_actions_adddup2(actions, from, to);
@@ -325,7 +326,6 @@ impl Drop for SpawnAttrs {
             libc::posix_spawn_file_actions_destroy(self.actions);
             libc::posix_spawnattr_destroy(self.attr);
         }
-        let _ = &self.store;
     }
 }
 
