@@ -70,6 +70,9 @@ struct SystemFacts {
     links: Vec<(PathBuf, PathBuf)>,
     dirs: Vec<PathBuf>,
     dev: Vec<PathBuf>,
+    /// A system symlink that could not be read: no view is built (as before the facts were
+    /// kept).
+    unreadable: Option<String>,
 }
 
 const FACTS_AGE: std::time::Duration = std::time::Duration::from_secs(10);
@@ -87,6 +90,7 @@ fn system_facts() -> std::sync::Arc<SystemFacts> {
         links: Vec::new(),
         dirs: Vec::new(),
         dev: Vec::new(),
+        unreadable: None,
     };
     for dir in SYSTEM_DIRS {
         let host = Path::new(dir);
@@ -94,8 +98,11 @@ fn system_facts() -> std::sync::Arc<SystemFacts> {
             continue;
         };
         if meta.file_type().is_symlink() {
-            if let Ok(target) = std::fs::read_link(host) {
-                facts.links.push((host.to_path_buf(), target));
+            match std::fs::read_link(host) {
+                Ok(target) => facts.links.push((host.to_path_buf(), target)),
+                Err(e) => {
+                    facts.unreadable = Some(format!("preparing the command's view ({dir}): {e}"))
+                }
             }
         } else if meta.is_dir() {
             facts.dirs.push(host.to_path_buf());
@@ -121,6 +128,9 @@ pub fn build_view(dirs: &CallDirs, inputs: &ViewInputs<'_>) -> Result<ViewSpec, 
     let fail =
         |what: &str, e: std::io::Error| format!("preparing the command's view ({what}): {e}");
     let facts = system_facts();
+    if let Some(e) = &facts.unreadable {
+        return Err(e.clone());
+    }
     for (host, target) in &facts.links {
         layout.push(Entry::Link(rel(host), target.clone()));
     }
