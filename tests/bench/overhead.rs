@@ -114,7 +114,14 @@ fn tree() -> Option<PathBuf> {
         .ok()?
         .flatten()
         .map(|e| e.path())
-        .find(|p| p.is_dir())
+        // The index's sources, not a hidden directory such as the state `.toolgate/` a run
+        // with the registry as its workspace leaves there.
+        .find(|p| {
+            p.is_dir()
+                && !p
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
 }
 
 fn ensure_rg() -> bool {

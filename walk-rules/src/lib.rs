@@ -71,10 +71,38 @@ impl Include {
     }
 }
 
+/// The filter of a walk that returns only the files whose `/`-separated path below the
+/// walk's start matches `glob` (`*`, `?` and `[..]` do not cross `/`, `**` does, `{a,b}`
+/// works): the host's walk (`toolgate:fs/walk@0.2.0`, `files-matching`) and the guest's own
+/// walk compile it here, so both pick the same files. The error says why `glob` is not valid.
+pub fn files_matching(glob: &str) -> Result<globset::GlobMatcher, String> {
+    globset::GlobBuilder::new(glob)
+        .literal_separator(true)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| format!("`{glob}` is not a valid glob: {e}"))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn files_matching_keeps_separators_literal() {
+        let m = files_matching("**/*.rs").unwrap();
+        assert!(m.is_match("main.rs"));
+        assert!(m.is_match("a/b/main.rs"));
+        assert!(!m.is_match("a/main.rs.orig"));
+        let one = files_matching("*/x.rs").unwrap();
+        assert!(one.is_match("a/x.rs"));
+        assert!(!one.is_match("a/b/x.rs"), "`*` must not cross `/`");
+        assert!(files_matching("{src,lib}/*.rs")
+            .unwrap()
+            .is_match("lib/a.rs"));
+        let e = files_matching("a[").unwrap_err();
+        assert!(e.contains("`a[`"), "{e}");
+    }
 
     #[test]
     fn include_matches_names_or_paths() {

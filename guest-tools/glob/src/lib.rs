@@ -37,7 +37,7 @@ impl Tool for Glob {
             json!({
                 "type": "object",
                 "properties": {
-                    "pattern": {"type": "string", "minLength": 1, "description": "Glob matched against paths relative to `path`, e.g. `**/*.rs` or `src/*.ts`. Without `/` it matches file names at any depth."},
+                    "pattern": {"type": "string", "minLength": 1, "maxLength": 4000, "description": "Glob matched against paths relative to `path`, e.g. `**/*.rs` or `src/*.ts`. Without `/` it matches file names at any depth."},
                     "path": {"type": "string", "description": "Directory to search in. Default: the workspace root."},
                     "offset": {"type": "integer", "minimum": 0, "description": "Matching files to skip before this page (in the newest-first order). Default 0. To continue a cut listing, pass the `next_offset` it gave."},
                     "head_limit": {"type": "integer", "minimum": 1, "maximum": MAX_HEAD_LIMIT, "description": "Most paths on this page. Default 100."}
@@ -121,45 +121,37 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
     } else {
         format!("**/{norm}")
     };
-    let matcher = globset::GlobBuilder::new(&full)
-        .literal_separator(true)
-        .build()
-        .map_err(|e| {
-            ToolError::new(
-                "bad-pattern",
-                format!("`{pattern}` is not a valid glob: {e}"),
-            )
-            .data(json!({"pattern": pattern}))
-        })?
-        .compile_matcher();
+    // Checked here, so a bad pattern is refused by name; the walk matches it.
+    walk::files_matching(&full).map_err(|e| {
+        ToolError::new(
+            "bad-pattern",
+            format!("`{pattern}` is not a valid glob: {e}"),
+        )
+        .data(json!({"pattern": pattern}))
+    })?;
 
     // Start the walk at the pattern's literal directory prefix (`src/` in `src/**/*.rs`).
-    let (prefix, _) = literal_prefix(&full);
+    // The prefix ends at a `/`, so the rest of the pattern, matched below the start, picks
+    // the same files as the whole pattern below `path`.
+    let (prefix, rest) = literal_prefix(&full);
     let start = base.join(prefix.trim_end_matches('/'));
     let mut found: Vec<(SystemTime, String)> = Vec::new();
     let mut errors = 0;
     if prefix.is_empty() || start.is_dir() {
+        // The walk returns (and the host times) only the matching files.
         let options = Options {
             with_mtime: true,
+            files_matching: Some(rest.to_string()),
             ..Options::default()
         };
         errors = walk::walk(cx, &start, &options, |entry| {
-            if entry.is_dir {
-                return true;
-            }
-            let under = match entry.path.strip_prefix(&base) {
-                Ok(p) => p.to_string_lossy().replace('\\', "/"),
-                Err(_) => return true,
-            };
-            if matcher.is_match(&under) {
-                // The host's walk brings the time along; otherwise stat the file here.
-                let mtime = entry.mtime.unwrap_or_else(|| {
-                    std::fs::symlink_metadata(&entry.path)
-                        .and_then(|m| m.modified())
-                        .unwrap_or(SystemTime::UNIX_EPOCH)
-                });
-                found.push((mtime, entry.rel));
-            }
+            // The host's walk brings the time along; otherwise stat the file here.
+            let mtime = entry.mtime.unwrap_or_else(|| {
+                std::fs::symlink_metadata(&entry.path)
+                    .and_then(|m| m.modified())
+                    .unwrap_or(SystemTime::UNIX_EPOCH)
+            });
+            found.push((mtime, entry.rel));
             true
         });
     }

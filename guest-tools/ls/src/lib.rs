@@ -113,6 +113,7 @@ pub fn run(input: &Value, cx: &Context) -> Result<Report, ToolError> {
         ignore,
         no_ignore_files: false,
         with_mtime: false,
+        files_matching: None,
     };
     let Paging { offset, limit } = paging;
     // Count far enough to know whether anything lies past the page.

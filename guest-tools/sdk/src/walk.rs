@@ -11,12 +11,12 @@ use crate::Context;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-/// The generated bindings of `toolgate:fs/walk@0.1.0`.
+/// The generated bindings of `toolgate:fs/walk@0.2.0`.
 #[cfg(all(feature = "host-walk", target_arch = "wasm32"))]
 #[doc(hidden)]
 pub mod __wit {
     wit_bindgen::generate!({
-        path: "../../tools-wit/wit/fs/since_v0.1.0",
+        path: "../../tools-wit/wit/fs/since_v0.2.0",
         world: "walk-host",
     });
 }
@@ -24,6 +24,9 @@ pub mod __wit {
 /// Directory names skipped by every walking tool unless the caller asks otherwise (the same
 /// list the host walk prunes, from `toolgate-walk-rules`).
 pub use toolgate_walk_rules::DEFAULT_IGNORES;
+
+/// How [`Options::files_matching`] is compiled (the host's walk compiles it the same way).
+pub use toolgate_walk_rules::files_matching;
 
 /// One entry found by a walk.
 #[derive(Debug, Clone)]
@@ -53,6 +56,11 @@ pub struct Options {
     pub no_ignore_files: bool,
     /// Ask for each file's modification time along with the listing (host walk only).
     pub with_mtime: bool,
+    /// Visit only the files (never directories) whose `/`-separated path below the walk's
+    /// start matches this glob (`toolgate_walk_rules::files_matching`: `*` does not cross
+    /// `/`, `**` does). The host's walk then lists, and times, only those. A glob that does not
+    /// parse visits nothing and counts one unreadable entry.
+    pub files_matching: Option<String>,
 }
 
 /// Walk `start` (a sandbox path), calling `visit` for every entry except `start` itself, in
@@ -98,6 +106,7 @@ fn host_walk(
             ignore: options.ignore.clone(),
             no_ignore_files: options.no_ignore_files,
             with_mtime: options.with_mtime,
+            files_matching: options.files_matching.clone(),
             resume: resume.take(),
         };
         let listing = match w::list_entries(&start_text, &opts) {
@@ -182,6 +191,15 @@ fn local_walk(
             }
         });
     }
+    let files = match options
+        .files_matching
+        .as_deref()
+        .map(toolgate_walk_rules::files_matching)
+        .transpose()
+    {
+        Ok(files) => files,
+        Err(_) => return 1,
+    };
     let denied = |rel: &str| cx.is_denied(rel);
     let mut errors = 0;
     // filter_entry needs 'static data; decide inside the loop instead and skip subtrees by
@@ -226,6 +244,12 @@ fn local_walk(
                 pruned.push(path.to_path_buf());
             }
             continue;
+        }
+        if let Some(files) = &files {
+            let under = path.strip_prefix(start).unwrap_or(path);
+            if is_dir || !files.is_match(under.to_string_lossy().replace('\\', "/")) {
+                continue;
+            }
         }
         let depth = entry.depth();
         if !visit(Entry {

@@ -274,6 +274,7 @@ fn host_walk(path: &str) -> std::io::Result<Vec<String>> {
         ignore: Vec::new(),
         no_ignore_files: false,
         with_mtime: false,
+        files_matching: None,
         resume: None,
     };
     let listing = w::list_entries(path, &options).map_err(std::io::Error::other)?;

@@ -3,3 +3,4 @@
 //! `read_ahead::Reader`, and this module may not depend on `read_ahead`, which uses it.
 
 pub(crate) mod since_v0_1_0;
+pub(crate) mod since_v0_2_0;

@@ -2,6 +2,7 @@
 //! `wasi:http`, and the host's own WIT interfaces.
 
 use super::bindings::since_v0_1_0::{exec, fs, lsp, tool};
+use super::bindings::since_v0_2_0::fs as fs2;
 use super::{fsguard, fstrace, read_ahead, CallState};
 use crate::error::{Error, Result};
 use wasmtime::component::{HasData, Linker, ResourceTable};
@@ -18,7 +19,9 @@ pub(super) fn linker(engine: &Engine) -> Result<Linker<CallState>> {
     lsp::LspHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
         .map_err(|e| Error::Sandbox(format!("linking toolgate:lsp: {e:#}")))?;
     fs::WalkHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
-        .map_err(|e| Error::Sandbox(format!("linking toolgate:fs/walk: {e:#}")))?;
+        .map_err(|e| Error::Sandbox(format!("linking toolgate:fs/walk@0.1.0: {e:#}")))?;
+    fs2::WalkHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
+        .map_err(|e| Error::Sandbox(format!("linking toolgate:fs/walk@0.2.0: {e:#}")))?;
     read_ahead::bindings::ReadAheadHost::add_to_linker::<
         _,
         wasmtime::component::HasSelf<CallState>,

@@ -1,4 +1,4 @@
-//! The host-assisted walk (`toolgate:fs/walk@0.1.0`): the walking tools (`ls`, `glob`) ask the
+//! The host-assisted walk (`toolgate:fs/walk@0.1.0` and `@0.2.0`, which adds `files-matching`): the walking tools (`ls`, `glob`) ask the
 //! host for the list of entries below a directory instead of walking it through WASI one
 //! `readdir`/`stat`/failed `open` at a time; the tool still opens every file itself through
 //! `wasi:filesystem`, where the filesystem guard applies. The same [`Walker`] drives grep's
@@ -48,6 +48,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::bindings::since_v0_1_0::fs::toolgate::fs::walk as w;
+use super::bindings::since_v0_2_0::fs::toolgate::fs::walk as w2;
 
 /// The interface a walking tool imports (any version).
 pub const WALK_INTERFACE_PREFIX: &str = "toolgate:fs/walk";
@@ -59,6 +60,8 @@ pub use toolgate_walk_rules::DEFAULT_IGNORES;
 const PAGE_ENTRIES: usize = 50_000;
 /// Most path bytes in one page.
 const PAGE_BYTES: usize = 8 << 20;
+/// Longest `files-matching` glob (it is compiled in the host, outside the guest's deadline).
+const MAX_FILES_GLOB: usize = 4096;
 /// Longest time spent in one page: the guest's epoch deadline cannot interrupt a host call, so
 /// the host returns to the guest at least this often.
 const PAGE_TIME: Duration = Duration::from_secs(1);
@@ -107,16 +110,19 @@ impl WalkScope {
         &self,
         start: &str,
         options: &w::Options,
+        files: Option<&globset::GlobMatcher>,
         cancel: Option<&std::sync::atomic::AtomicBool>,
     ) -> Result<w::Listing, String> {
-        self.list_paged(start, options, cancel, PAGE_ENTRIES)
+        self.list_paged(start, options, files, cancel, PAGE_ENTRIES)
     }
 
-    /// [`WalkScope::list`] with pages of at most `page_entries` entries.
+    /// [`WalkScope::list`] with pages of at most `page_entries` entries. With `files`, only the
+    /// non-directory entries whose path below the start it matches are returned (and timed).
     fn list_paged(
         &self,
         start: &str,
         options: &w::Options,
+        files: Option<&globset::GlobMatcher>,
         cancel: Option<&std::sync::atomic::AtomicBool>,
         page_entries: usize,
     ) -> Result<w::Listing, String> {
@@ -142,6 +148,16 @@ impl WalkScope {
         std::thread::scope(|scope| -> Result<(), String> {
             let mut times = options.with_mtime.then(|| mtimes::Mtimes::new(scope));
             while let Some(found) = walker.next(cancel)? {
+                if files.is_some_and(|m| found.is_dir || !m.is_match(&found.sub)) {
+                    // Walked, not returned; a page still ends in time (resuming after an entry
+                    // that was not returned skips nothing that was due).
+                    if began.elapsed() >= PAGE_TIME && walker.more() {
+                        listing.truncated = true;
+                        listing.resume = Some(found.sub);
+                        break;
+                    }
+                    continue;
+                }
                 bytes += found.sub.len() + 32;
                 let full = listing.entries.len() + 1 >= page_entries
                     || bytes >= PAGE_BYTES
@@ -180,7 +196,51 @@ impl WalkScope {
 
 impl w::Host for super::CallState {
     fn list_entries(&mut self, start: String, options: w::Options) -> Result<w::Listing, String> {
-        self.walk.list(&start, &options, self.cancel.flag())
+        self.walk.list(&start, &options, None, self.cancel.flag())
+    }
+}
+
+impl w2::Host for super::CallState {
+    fn list_entries(&mut self, start: String, options: w2::Options) -> Result<w2::Listing, String> {
+        if let Some(glob) = options.files_matching.as_deref() {
+            if glob.len() > MAX_FILES_GLOB {
+                return Err(format!(
+                    "files-matching: the glob is {} bytes, over the {MAX_FILES_GLOB} a walk accepts",
+                    glob.len()
+                ));
+            }
+        }
+        let files = options
+            .files_matching
+            .as_deref()
+            .map(toolgate_walk_rules::files_matching)
+            .transpose()
+            .map_err(|e| format!("files-matching: {e}"))?;
+        let options = w::Options {
+            max_depth: options.max_depth,
+            ignore: options.ignore,
+            no_ignore_files: options.no_ignore_files,
+            with_mtime: options.with_mtime,
+            resume: options.resume,
+        };
+        let listing = self
+            .walk
+            .list(&start, &options, files.as_ref(), self.cancel.flag())?;
+        Ok(w2::Listing {
+            entries: listing
+                .entries
+                .into_iter()
+                .map(|e| w2::Entry {
+                    path: e.path,
+                    is_dir: e.is_dir,
+                    depth: e.depth,
+                    mtime_ns: e.mtime_ns,
+                })
+                .collect(),
+            errors: listing.errors,
+            truncated: listing.truncated,
+            resume: listing.resume,
+        })
     }
 }
 

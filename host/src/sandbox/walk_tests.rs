@@ -87,7 +87,7 @@ fn names(listing: &w::Listing) -> Vec<String> {
 #[test]
 fn lists_like_the_guest_walk() {
     let (_d, _o, _root, scope) = fixture(None);
-    let l = scope.list("/workspace", &opts(), None).unwrap();
+    let l = scope.list("/workspace", &opts(), None, None).unwrap();
     assert_eq!(
         names(&l),
         [
@@ -110,20 +110,20 @@ fn lists_like_the_guest_walk() {
     );
     assert!(!l.truncated && l.errors == 0);
     // Parent ignore files count for a start below the root; depth is below the start.
-    let l = scope.list("/workspace/src/b", &opts(), None).unwrap();
+    let l = scope.list("/workspace/src/b", &opts(), None, None).unwrap();
     assert_eq!(names(&l), [".gitignore", "y.rs"]);
     assert_eq!(l.entries[0].depth, 1);
     let mut o = opts();
     o.max_depth = Some(1);
     o.ignore = vec!["docs".into(), "*.yml".into()];
-    let l = scope.list("/workspace", &o, None).unwrap();
+    let l = scope.list("/workspace", &o, None, None).unwrap();
     assert_eq!(
         names(&l),
         [".github/", ".gitignore", "alias", "certs/", "out", "src/"]
     );
     let mut o = opts();
     o.no_ignore_files = true;
-    let l = scope.list("/workspace/src", &o, None).unwrap();
+    let l = scope.list("/workspace/src", &o, None, None).unwrap();
     assert!(names(&l).contains(&"drop.log".to_string()));
     assert!(names(&l).contains(&"b/x.rs".to_string()));
 }
@@ -147,23 +147,25 @@ fn refuses_starts_outside_the_grant() {
         "/workspace/.env",
         "/workspace/missing",
     ] {
-        let e = scope.list(start, &opts(), None).unwrap_err();
+        let e = scope.list(start, &opts(), None, None).unwrap_err();
         assert!(e.contains(start), "{start}: {e}");
     }
     let outside = outside.path().to_string_lossy().into_owned();
-    assert!(scope.list(&outside, &opts(), None).is_err());
+    assert!(scope.list(&outside, &opts(), None, None).is_err());
     // A symlink to a directory inside the workspace is walked as its target.
-    let l = scope.list("/workspace/alias/b", &opts(), None).unwrap();
+    let l = scope
+        .list("/workspace/alias/b", &opts(), None, None)
+        .unwrap();
     assert_eq!(names(&l), [".gitignore", "y.rs"]);
 }
 
 #[test]
 fn lists_only_inside_the_call_grant() {
     let (_d, _o, _root, scope) = fixture(Some("src"));
-    assert!(scope.list("/workspace", &opts(), None).is_err());
-    assert!(scope.list("/workspace/docs", &opts(), None).is_err());
+    assert!(scope.list("/workspace", &opts(), None, None).is_err());
+    assert!(scope.list("/workspace/docs", &opts(), None, None).is_err());
     // The root's .gitignore lies outside the preopen: the guest could not read it either.
-    let l = scope.list("/workspace/src", &opts(), None).unwrap();
+    let l = scope.list("/workspace/src", &opts(), None, None).unwrap();
     assert_eq!(
         names(&l),
         [
@@ -181,11 +183,11 @@ fn lists_only_inside_the_call_grant() {
 #[test]
 fn pages_resume_where_they_stopped() {
     let (_d, _o, _root, scope) = fixture(None);
-    let whole = names(&scope.list("/workspace", &opts(), None).unwrap());
+    let whole = names(&scope.list("/workspace", &opts(), None, None).unwrap());
     let mut got = Vec::new();
     let mut o = opts();
     loop {
-        let l = scope.list_paged("/workspace", &o, None, 2).unwrap();
+        let l = scope.list_paged("/workspace", &o, None, None, 2).unwrap();
         assert!(l.entries.len() <= 2);
         got.extend(names(&l));
         if !l.truncated {
@@ -194,6 +196,66 @@ fn pages_resume_where_they_stopped() {
         o.resume = l.resume.clone();
     }
     assert_eq!(got, whole);
+}
+
+/// `files-matching` (walk@0.2.0): only the files whose path below the start matches come
+/// back, in walk order, each with its time; directories are walked but not returned, and the
+/// rules (ignore files, deny-list, default ignores) still hold.
+#[test]
+fn files_matching_returns_only_the_matching_files() {
+    let (_d, _o, _root, scope) = fixture(None);
+    let mut o = opts();
+    o.with_mtime = true;
+    let all = scope.list("/workspace", &o, None, None).unwrap();
+    let rs = toolgate_walk_rules::files_matching("**/*.rs").unwrap();
+    let want: Vec<String> = all
+        .entries
+        .iter()
+        .filter(|e| !e.is_dir && rs.is_match(&e.path))
+        .map(|e| e.path.clone())
+        .collect();
+    assert_eq!(want, ["src/b/y.rs", "src/main.rs"], "the fixture changed");
+    let l = scope.list("/workspace", &o, Some(&rs), None).unwrap();
+    let got: Vec<String> = l.entries.iter().map(|e| e.path.clone()).collect();
+    assert_eq!(got, want);
+    assert!(l.entries.iter().all(|e| !e.is_dir && e.mtime_ns.is_some()));
+    // `*` does not cross `/`; the path is relative to the start.
+    let one = toolgate_walk_rules::files_matching("*/*.rs").unwrap();
+    let l = scope.list("/workspace", &o, Some(&one), None).unwrap();
+    assert_eq!(names(&l), ["src/main.rs"]);
+    let l = scope.list("/workspace/src", &o, Some(&one), None).unwrap();
+    assert_eq!(names(&l), ["b/y.rs"]);
+    // Paged one entry at a time, the pages add up to the same files.
+    let mut paged = Vec::new();
+    o.resume = None;
+    loop {
+        let l = scope
+            .list_paged("/workspace", &o, Some(&rs), None, 1)
+            .unwrap();
+        paged.extend(l.entries.iter().map(|e| e.path.clone()));
+        if !l.truncated {
+            break;
+        }
+        o.resume = l.resume.clone();
+    }
+    assert_eq!(paged, want);
+    // Nothing the rules hide is matched into view: secrets, ignored and pruned files.
+    let every = toolgate_walk_rules::files_matching("**").unwrap();
+    let l = scope
+        .list("/workspace", &opts(), Some(&every), None)
+        .unwrap();
+    let got = names(&l);
+    for hidden in [
+        ".env",
+        "src/drop.log",
+        "gen/out.rs",
+        "node_modules/m/index.js",
+        "src/.ssh/id_ed25519",
+        "certs/server.pem",
+    ] {
+        assert!(!got.iter().any(|g| g == hidden), "{hidden} in {got:?}");
+    }
+    assert!(got.iter().any(|g| g == "src/keep.log"), "{got:?}");
 }
 
 #[test]
@@ -205,9 +267,9 @@ fn ignore_files_are_read_only_where_the_guest_could_read_them() {
     put(&root, "notes/a.md", "");
     std::os::unix::fs::symlink(outside.path().join("rules"), root.join("docs/.gitignore")).unwrap();
     std::os::unix::fs::symlink(".env", root.join("notes/.gitignore")).unwrap();
-    let l = scope.list("/workspace/docs", &opts(), None).unwrap();
+    let l = scope.list("/workspace/docs", &opts(), None, None).unwrap();
     assert_eq!(names(&l), [".gitignore", "a.md"]);
-    let l = scope.list("/workspace/notes", &opts(), None).unwrap();
+    let l = scope.list("/workspace/notes", &opts(), None, None).unwrap();
     assert_eq!(names(&l), [".gitignore", "a.md"]);
     // A FIFO named .ignore does not hang the walk.
     let status = std::process::Command::new("mkfifo")
@@ -215,7 +277,7 @@ fn ignore_files_are_read_only_where_the_guest_could_read_them() {
         .status()
         .unwrap();
     assert!(status.success());
-    let l = scope.list("/workspace/src/b", &opts(), None).unwrap();
+    let l = scope.list("/workspace/src/b", &opts(), None, None).unwrap();
     assert_eq!(names(&l), [".gitignore", ".ignore", "y.rs"]);
 }
 
@@ -224,9 +286,9 @@ fn reports_mtimes_when_asked() {
     let (_d, _o, _root, scope) = fixture(None);
     let mut o = opts();
     o.with_mtime = true;
-    let l = scope.list("/workspace/docs", &o, None).unwrap();
+    let l = scope.list("/workspace/docs", &o, None, None).unwrap();
     assert!(l.entries[0].mtime_ns.is_some_and(|t| t > 0));
-    let l = scope.list("/workspace", &o, None).unwrap();
+    let l = scope.list("/workspace", &o, None, None).unwrap();
     assert!(l.entries.iter().all(|e| e.is_dir == e.mtime_ns.is_none()));
 }
 
@@ -252,7 +314,9 @@ fn a_large_walks_mtimes_belong_to_their_entries() {
         let mut seen = 0;
         o.resume = None;
         loop {
-            let l = scope.list_paged("/workspace/many", &o, None, page).unwrap();
+            let l = scope
+                .list_paged("/workspace/many", &o, None, None, page)
+                .unwrap();
             for e in &l.entries {
                 if e.is_dir {
                     assert_eq!(e.mtime_ns, None, "{}", e.path);
@@ -335,7 +399,7 @@ fn a_directory_exchanged_after_the_listing_is_not_entered() {
     assert_eq!(walker.errors, 1);
     // A fresh walk judges what is there now: the secret directory is `d` and is listed
     // under that name; the plain one is `.aws` and is denied.
-    let l = scope.list("/workspace", &opts(), None).unwrap();
+    let l = scope.list("/workspace", &opts(), None, None).unwrap();
     assert!(names(&l).contains(&"d/secret-name".to_string()));
     assert!(!names(&l).contains(&"d/plain.txt".to_string()));
 }
@@ -346,7 +410,7 @@ fn ignore_patterns_past_the_budget_are_cut_and_named() {
     // The root's `.gitignore` has two patterns; `src/.ignore` (`!keep.log`) and
     // `src/b/.gitignore` are cut, so `*.log` now hides `src/keep.log` and `x.rs` is listed.
     scope.ignore_patterns = 2;
-    let l = scope.list("/workspace/src", &opts(), None).unwrap();
+    let l = scope.list("/workspace/src", &opts(), None, None).unwrap();
     assert_eq!(
         names(&l),
         [
@@ -365,7 +429,7 @@ fn ignore_patterns_past_the_budget_are_cut_and_named() {
     // Bytes count too, across files.
     let (_d, _o, _root, mut scope) = fixture(None);
     scope.ignore_bytes = 8;
-    let l = scope.list("/workspace", &opts(), None).unwrap();
+    let l = scope.list("/workspace", &opts(), None, None).unwrap();
     assert!(names(&l).contains(&"gen/".to_string()), "{:?}", names(&l));
     assert!(!names(&l).contains(&"src/drop.log".to_string()));
     assert_eq!(
@@ -375,7 +439,7 @@ fn ignore_patterns_past_the_budget_are_cut_and_named() {
     // A past deadline keeps nothing.
     let (_d, _o, _root, mut scope) = fixture(None);
     scope.deadline = Some(Instant::now());
-    scope.list("/workspace", &opts(), None).unwrap();
+    scope.list("/workspace", &opts(), None, None).unwrap();
     assert_eq!(
         scope.ignore_files_cut(),
         [".gitignore", "src/.ignore", "src/b/.gitignore"]
@@ -394,7 +458,7 @@ fn a_long_ignore_file_matches_as_one() {
     put(&root, "long/.gitignore", &text);
     put(&root, "long/keep.txt", "");
     put(&root, "long/drop.txt", "");
-    let l = scope.list("/workspace/long", &opts(), None).unwrap();
+    let l = scope.list("/workspace/long", &opts(), None, None).unwrap();
     assert_eq!(names(&l), [".gitignore", "keep.txt"]);
     assert!(scope.ignore_files_cut().is_empty());
 }
