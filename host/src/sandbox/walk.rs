@@ -163,7 +163,7 @@ impl WalkScope {
                     || bytes >= PAGE_BYTES
                     || began.elapsed() >= PAGE_TIME;
                 if let (Some(times), false) = (&mut times, found.is_dir) {
-                    times.ask(listing.entries.len(), &found.dir, &found.name);
+                    times.ask(listing.entries.len(), &found.dir, found.name());
                 }
                 let sub = found.sub;
                 if full && walker.more() {

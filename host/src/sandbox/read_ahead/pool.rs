@@ -197,7 +197,7 @@ impl Worker {
             // the listing is skipped and counted.
             let got = match read_plain(
                 found.dir.as_fd(),
-                &found.name,
+                found.name(),
                 (found.dev, found.ino),
                 self.max_file,
                 room as u64,

@@ -28,6 +28,11 @@ const IGNORE_MEMORY_PER_BYTE: usize = 360;
 pub(super) struct Matcher(Vec<Gitignore>);
 
 impl Matcher {
+    /// Whether it has no patterns (it then matches nothing).
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.iter().all(|g| g.is_empty())
+    }
+
     /// The file's verdict: the last matching pattern's.
     pub(super) fn matched(&self, path: &Path, is_dir: bool) -> Match<()> {
         for chunk in self.0.iter().rev() {

@@ -31,6 +31,9 @@ struct Dir {
     /// Whether this directory lies on the resume point's path (its children up to the
     /// resume point were returned already).
     on_resume: bool,
+    /// Whether its or an ancestor's ignore files (or the start's parents') have patterns: if
+    /// not, its entries need no matching and no host path.
+    rules: bool,
 }
 
 /// One entry a [`Walker`] found.
@@ -39,8 +42,8 @@ pub(crate) struct Found {
     pub(crate) sub: String,
     /// The directory it was listed in (open it with `openat` on this, never by path).
     pub(crate) dir: DirFd,
-    /// Its name in `dir`.
-    pub(crate) name: String,
+    /// Where its name in `dir` starts in `sub` ([`Found::name`]).
+    name_at: usize,
     /// The inode the listing gave: an open of `name` must find this one.
     pub(crate) ino: u64,
     /// The filesystem of `dir`.
@@ -48,6 +51,13 @@ pub(crate) struct Found {
     pub(crate) is_dir: bool,
     /// Level below the start (the start's own entries are 1).
     pub(crate) depth: u32,
+}
+
+impl Found {
+    /// Its name in [`Found::dir`].
+    pub(crate) fn name(&self) -> &str {
+        &self.sub[self.name_at..]
+    }
 }
 
 /// How a [`Walker`] walks (the WIT `options` without the paging).
@@ -176,9 +186,12 @@ impl Walker {
         } else {
             (Matcher::default(), Matcher::default())
         };
+        let rules = !(ignore.is_empty() && gitignore.is_empty())
+            || parents.iter().any(|(i, g)| !(i.is_empty() && g.is_empty()));
         let stack = vec![Dir {
             fd,
             dev,
+            rules,
             ignore,
             gitignore,
             host: start.host.clone(),
@@ -218,10 +231,12 @@ impl Walker {
     ) -> Result<Option<Found>, String> {
         let use_ignore_files = !self.options.no_ignore_files;
         while let Some(top) = self.stack.last_mut() {
-            let Some(Child { name, kind, ino }) = top.children.get(top.next).cloned() else {
+            // Each child is visited once: its name is taken, not copied.
+            let Some(child) = top.children.get_mut(top.next) else {
                 self.stack.pop();
                 continue;
             };
+            let (name, kind, ino) = (std::mem::take(&mut child.name), child.kind, child.ino);
             top.next += 1;
             let top = &*top;
             let depth = top.depth + 1;
@@ -254,7 +269,6 @@ impl Walker {
             if is_dir && DEFAULT_IGNORES.contains(&name.as_str()) {
                 continue;
             }
-            let host = top.host.join(&name);
             let sub = join_rel(&top.sub, &name);
             if let Some(set) = &self.extra {
                 let lexical = join_rel(&self.start.lexical_rel, &sub);
@@ -273,28 +287,40 @@ impl Walker {
                     if deny.denied(&self.real_buf, parent.len(), Access::Read) {
                         continue;
                     }
-                    Some(self.real_buf.clone())
+                    true
                 }
-                _ => None,
+                _ => false,
             };
-            let (parent, parent_dev) = (top.fd.clone(), top.dev);
-            if use_ignore_files && ignored(&self.stack, &self.parents, &host, is_dir) {
-                continue;
-            }
+            // The host path is for ignore-file matching and for a directory entered.
+            let rules = use_ignore_files && top.rules;
             let descend = is_dir && self.options.max_depth.is_none_or(|max| depth < max);
+            let host = (rules || descend).then(|| top.host.join(&name));
+            let (parent, parent_dev, parent_rules) = (top.fd.clone(), top.dev, top.rules);
+            if let (true, Some(host)) = (rules, &host) {
+                if ignored(&self.stack, &self.parents, host, is_dir) {
+                    continue;
+                }
+            }
+            let real_rel = (real_rel && descend).then(|| self.real_buf.clone());
+            let name_at = sub.len() - name.len();
+            let (found_sub, dir_sub) = if descend {
+                (sub.clone(), Some(sub))
+            } else {
+                (sub, None)
+            };
             let mut found = None;
             if emit {
                 found = Some(Found {
-                    sub: sub.clone(),
+                    name_at,
+                    sub: found_sub,
                     dir: parent.clone(),
-                    name: name.clone(),
                     ino,
                     dev: parent_dev,
                     is_dir,
                     depth,
                 });
             }
-            if descend {
+            if let (Some(host), Some(sub)) = (host, dir_sub) {
                 // Entered through the listed directory's descriptor, and only when the name
                 // still is the directory the listing named.
                 let listing_buf = &mut self.listing_buf;
@@ -322,9 +348,11 @@ impl Walker {
                         } else {
                             (Matcher::default(), Matcher::default())
                         };
+                        let rules = parent_rules || !(ignore.is_empty() && gitignore.is_empty());
                         self.stack.push(Dir {
                             fd,
                             dev,
+                            rules,
                             host,
                             sub,
                             real_rel,
