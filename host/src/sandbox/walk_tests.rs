@@ -258,6 +258,75 @@ fn files_matching_returns_only_the_matching_files() {
     assert!(got.iter().any(|g| g == "src/keep.log"), "{got:?}");
 }
 
+/// On a larger tree, listings (whole and paged at several sizes) give the walker's own walk,
+/// in its order: ignore files, the deny-list and default ignores included.
+#[test]
+fn listings_give_the_walkers_walk_on_a_larger_tree() {
+    let (_d, _o, root, scope) = fixture(None);
+    for a in 0..12 {
+        for b in 0..4 {
+            put(&root, &format!("tree/d{a:02}/e{b}/f.rs"), "");
+            put(&root, &format!("tree/d{a:02}/e{b}/g.txt"), "");
+            put(&root, &format!("tree/d{a:02}/e{b}/deep/h.rs"), "");
+        }
+        put(&root, &format!("tree/d{a:02}-x/f.rs"), "");
+    }
+    put(&root, "tree/.gitignore", "d03/\n*.txt\n");
+    put(&root, "tree/d05/.ignore", "e1/\n");
+    put(&root, "tree/d07/.ssh/id_rsa", "");
+    put(&root, "tree/d08/node_modules/x/y.js", "");
+    let alone = |start: &str| {
+        let mut walker = Walker::new(scope.clone(), start, WalkOptions::default()).unwrap();
+        let mut out = Vec::new();
+        while let Some(f) = walker.next(None).unwrap() {
+            out.push(if f.is_dir {
+                format!("{}/", f.sub)
+            } else {
+                f.sub
+            });
+        }
+        out
+    };
+    for start in ["/workspace", "/workspace/tree", "/workspace/tree/d05"] {
+        let want = alone(start);
+        assert!(
+            want.len() > 20 || start.ends_with("d05"),
+            "{start}: {want:?}"
+        );
+        assert_eq!(
+            names(&scope.list(start, &opts(), None, None).unwrap()),
+            want,
+            "{start}"
+        );
+        for page in [1, 7, 50] {
+            let mut got = Vec::new();
+            let mut o = opts();
+            loop {
+                let l = scope.list_paged(start, &o, None, None, page).unwrap();
+                got.extend(names(&l));
+                if !l.truncated {
+                    break;
+                }
+                o.resume = l.resume.clone();
+            }
+            assert_eq!(got, want, "{start}, pages of {page}");
+        }
+    }
+    let all = names(&scope.list("/workspace/tree", &opts(), None, None).unwrap());
+    assert!(!all
+        .iter()
+        .any(|n| n.starts_with("d03/") || n.ends_with(".txt")));
+    assert!(!all
+        .iter()
+        .any(|n| n.contains(".ssh") || n.contains("node_modules")));
+    assert!(!all.iter().any(|n| n.starts_with("d05/e1")));
+    assert!(all.iter().any(|n| n == "d05/e2/deep/h.rs"));
+    assert!(
+        all.iter().position(|n| n == "d01/").unwrap()
+            < all.iter().position(|n| n == "d01-x/").unwrap()
+    );
+}
+
 #[test]
 fn ignore_files_are_read_only_where_the_guest_could_read_them() {
     let (_d, outside, root, scope) = fixture(None);
