@@ -44,6 +44,7 @@ pub(crate) use walker::{Found, WalkOptions, Walker};
 
 use super::fsguard::FsDeny;
 use super::wasi::Preopen;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -62,6 +63,8 @@ const PAGE_ENTRIES: usize = 50_000;
 const PAGE_BYTES: usize = 8 << 20;
 /// Longest `files-matching` glob (it is compiled in the host, outside the guest's deadline).
 const MAX_FILES_GLOB: usize = 4096;
+/// Parts a large walk from its start is split into, for two threads.
+const CHUNKS: usize = 8;
 /// Longest time spent in one page: the guest's epoch deadline cannot interrupt a host call, so
 /// the host returns to the guest at least this often.
 const PAGE_TIME: Duration = Duration::from_secs(1);
@@ -138,13 +141,23 @@ impl WalkScope {
             },
             cancel,
         )?;
-        let mut listing = w::Listing {
-            entries: Vec::new(),
-            errors: 0,
-            truncated: false,
-            resume: None,
+        let mut page = Page {
+            listing: w::Listing {
+                entries: Vec::new(),
+                errors: 0,
+                truncated: false,
+                resume: None,
+            },
+            bytes: 0,
+            began,
+            page_entries,
         };
-        let mut bytes = 0usize;
+        let later = walker.split(CHUNKS);
+        if !later.is_empty() {
+            let mut chunks = vec![walker];
+            chunks.extend(later);
+            return self.list_chunks(chunks, options.with_mtime, files, cancel, page);
+        }
         std::thread::scope(|scope| -> Result<(), String> {
             let mut times = options.with_mtime.then(|| mtimes::Mtimes::new(scope));
             while let Some(found) = walker.next(cancel)? {
@@ -152,46 +165,233 @@ impl WalkScope {
                     // Walked, not returned; a page still ends in time (resuming after an entry
                     // that was not returned skips nothing that was due).
                     if began.elapsed() >= PAGE_TIME && walker.more() {
-                        listing.truncated = true;
-                        listing.resume = Some(found.sub);
+                        page.listing.truncated = true;
+                        page.listing.resume = Some(found.sub);
                         break;
                     }
                     continue;
                 }
-                bytes += found.sub.len() + 32;
-                let full = listing.entries.len() + 1 >= page_entries
-                    || bytes >= PAGE_BYTES
-                    || began.elapsed() >= PAGE_TIME;
                 if let (Some(times), false) = (&mut times, found.is_dir) {
-                    times.ask(listing.entries.len(), &found.dir, found.name());
+                    times.ask(page.listing.entries.len(), &found.dir, found.name());
                 }
-                let sub = found.sub;
-                if full && walker.more() {
-                    listing.truncated = true;
-                    listing.resume = Some(sub.clone());
-                }
-                listing.entries.push(w::Entry {
-                    path: sub,
-                    is_dir: found.is_dir,
-                    depth: found.depth,
-                    mtime_ns: None,
-                });
-                if full {
+                if page.add(found.sub, found.is_dir, found.depth, None, walker.more()) {
                     break;
                 }
             }
             if let Some(times) = times {
                 for (i, mtime) in times.finish() {
-                    if let Some(entry) = listing.entries.get_mut(i) {
+                    if let Some(entry) = page.listing.entries.get_mut(i) {
                         entry.mtime_ns = mtime;
                     }
                 }
             }
             Ok(())
         })?;
+        let mut listing = page.listing;
         listing.errors = walker.errors;
         Ok(listing)
     }
+
+    /// A walk split into `chunks` (consecutive parts of the walk order), walked by this thread
+    /// and a second one, each taking the next chunk left; the page is then filled from the
+    /// chunks in order. A chunk stops at a page's bounds, and so does every chunk after one that
+    /// stopped.
+    fn list_chunks(
+        &self,
+        chunks: Vec<Walker>,
+        with_mtime: bool,
+        files: Option<&globset::GlobMatcher>,
+        cancel: Option<&AtomicBool>,
+        mut page: Page,
+    ) -> Result<w::Listing, String> {
+        let count = chunks.len();
+        let slots: Vec<Mutex<Option<Walker>>> =
+            chunks.into_iter().map(|c| Mutex::new(Some(c))).collect();
+        let done: Vec<Mutex<Option<Result<Ahead, String>>>> =
+            (0..count).map(|_| Mutex::new(None)).collect();
+        let next = AtomicUsize::new(0);
+        let stopped = AtomicUsize::new(usize::MAX);
+        let bounds = Bounds {
+            files,
+            with_mtime,
+            page_entries: page.page_entries,
+            began: page.began,
+            stopped: &stopped,
+            cancel,
+        };
+        let work = || loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(slot) = slots.get(i) else {
+                return;
+            };
+            if let Some(walker) = lock(slot).take() {
+                let ahead = walk_chunk(walker, i, &bounds);
+                *lock(&done[i]) = Some(ahead);
+            }
+        };
+        std::thread::scope(|scope| {
+            let helper = std::thread::Builder::new()
+                .name("toolgate-walk-half".into())
+                .spawn_scoped(scope, work)
+                .ok();
+            // Without a second thread, this one walks every chunk.
+            work();
+            if let Some(helper) = helper {
+                let _ = helper.join();
+            }
+        });
+        let mut errors = 0u32;
+        let mut result = Ok(());
+        for (i, slot) in done.iter().enumerate() {
+            let ahead = match lock(slot).take() {
+                Some(Ok(ahead)) => ahead,
+                Some(Err(e)) => {
+                    result = Err(e);
+                    break;
+                }
+                None => {
+                    result = Err("a part of the walk was not walked".to_string());
+                    break;
+                }
+            };
+            errors = errors.saturating_add(ahead.errors);
+            let n = ahead.items.len();
+            let last = i + 1 == count;
+            let mut full = false;
+            for (k, item) in ahead.items.into_iter().enumerate() {
+                let more = k + 1 < n || ahead.more || !last;
+                if page.add(item.sub, item.is_dir, item.depth, item.mtime, more) {
+                    full = true;
+                    break;
+                }
+            }
+            if full {
+                break;
+            }
+            if ahead.more {
+                page.listing.truncated = true;
+                page.listing.resume = ahead.resume;
+                break;
+            }
+        }
+        result?;
+        let mut listing = page.listing;
+        listing.errors = errors;
+        Ok(listing)
+    }
+}
+
+/// A listing being filled, within the page's entry, byte and time bounds.
+struct Page {
+    listing: w::Listing,
+    bytes: usize,
+    began: Instant,
+    page_entries: usize,
+}
+
+impl Page {
+    /// Add an entry; true when the page is full (it then says where to resume when `more`
+    /// entries follow).
+    fn add(
+        &mut self,
+        sub: String,
+        is_dir: bool,
+        depth: u32,
+        mtime_ns: Option<u64>,
+        more: bool,
+    ) -> bool {
+        self.bytes += sub.len() + 32;
+        let full = self.listing.entries.len() + 1 >= self.page_entries
+            || self.bytes >= PAGE_BYTES
+            || self.began.elapsed() >= PAGE_TIME;
+        if full && more {
+            self.listing.truncated = true;
+            self.listing.resume = Some(sub.clone());
+        }
+        self.listing.entries.push(w::Entry {
+            path: sub,
+            is_dir,
+            depth,
+            mtime_ns,
+        });
+        full
+    }
+}
+
+/// One entry a chunk of a split walk found (no directory held open for it).
+struct Item {
+    sub: String,
+    is_dir: bool,
+    depth: u32,
+    mtime: Option<u64>,
+}
+
+/// What one chunk of a split walk found, in walk order.
+#[derive(Default)]
+struct Ahead {
+    items: Vec<Item>,
+    /// It stopped before its end (a page's bounds), after `resume`.
+    more: bool,
+    resume: Option<String>,
+    errors: u32,
+}
+
+/// What every chunk of a split walk shares.
+struct Bounds<'a> {
+    files: Option<&'a globset::GlobMatcher>,
+    with_mtime: bool,
+    page_entries: usize,
+    began: Instant,
+    /// The first chunk that stopped at a page's bounds: the chunks after it stop too.
+    stopped: &'a AtomicUsize,
+    cancel: Option<&'a AtomicBool>,
+}
+
+/// Walk chunk `index` to its end or a page's bounds, timing the files it returns.
+fn walk_chunk(mut w: Walker, index: usize, b: &Bounds<'_>) -> Result<Ahead, String> {
+    let mut ahead = Ahead::default();
+    let mut bytes = 0usize;
+    while let Some(found) = w.next(b.cancel)? {
+        if b.stopped.load(Ordering::Relaxed) < index {
+            // An earlier chunk fills the page: nothing of this one is returned.
+            break;
+        }
+        let mut skipped = None;
+        if b.files
+            .is_some_and(|m| found.is_dir || !m.is_match(&found.sub))
+        {
+            skipped = Some(found.sub);
+        } else {
+            bytes += found.sub.len() + 32;
+            let mtime = (b.with_mtime && !found.is_dir)
+                .then(|| mtimes::mtime_at(&found.dir, found.name()))
+                .flatten();
+            ahead.items.push(Item {
+                sub: found.sub,
+                is_dir: found.is_dir,
+                depth: found.depth,
+                mtime,
+            });
+        }
+        if ahead.items.len() >= b.page_entries
+            || bytes >= PAGE_BYTES
+            || b.began.elapsed() >= PAGE_TIME
+        {
+            if w.more() {
+                ahead.more = true;
+                // Resume after the last entry walked, returned or not.
+                ahead.resume = skipped.or_else(|| ahead.items.last().map(|i| i.sub.clone()));
+                b.stopped.fetch_min(index, Ordering::Relaxed);
+            }
+            break;
+        }
+    }
+    ahead.errors = w.errors;
+    Ok(ahead)
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl w::Host for super::CallState {

@@ -312,6 +312,30 @@ fn listings_give_the_walkers_walk_on_a_larger_tree() {
             assert_eq!(got, want, "{start}, pages of {page}");
         }
     }
+    // Only matching files, timed, also from the later half of a split walk.
+    let rs = toolgate_walk_rules::files_matching("**/*.rs").unwrap();
+    let want: Vec<String> = alone("/workspace/tree")
+        .into_iter()
+        .filter(|n| !n.ends_with('/') && rs.is_match(n))
+        .collect();
+    assert!(want.len() > 40, "{want:?}");
+    for page in [3, 50_000] {
+        let mut got = Vec::new();
+        let mut o = opts();
+        o.with_mtime = true;
+        loop {
+            let l = scope
+                .list_paged("/workspace/tree", &o, Some(&rs), None, page)
+                .unwrap();
+            assert!(l.entries.iter().all(|e| e.mtime_ns.is_some_and(|t| t > 0)));
+            got.extend(names(&l));
+            if !l.truncated {
+                break;
+            }
+            o.resume = l.resume.clone();
+        }
+        assert_eq!(got, want, "pages of {page}");
+    }
     let all = names(&scope.list("/workspace/tree", &opts(), None, None).unwrap());
     assert!(!all
         .iter()

@@ -24,7 +24,7 @@ pub(super) const IGNORE_CHUNK: usize = 1024;
 const IGNORE_MEMORY_PER_BYTE: usize = 360;
 
 /// One ignore file's patterns, compiled in chunks (in file order).
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct Matcher(Vec<Gitignore>);
 
 impl Matcher {

@@ -108,7 +108,7 @@ fn times(batch: &[Request]) -> Vec<Answer> {
 }
 
 /// The modification time of `name` in `dir` (not following a symlink), in ns since the epoch.
-fn mtime_at(dir: &DirFd, name: &str) -> Option<u64> {
+pub(super) fn mtime_at(dir: &DirFd, name: &str) -> Option<u64> {
     rustix::fs::statat(&**dir, name, AtFlags::SYMLINK_NOFOLLOW)
         .ok()
         .and_then(|s| {

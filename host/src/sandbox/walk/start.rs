@@ -6,6 +6,7 @@ use crate::workspace::{Access, GUEST_ROOT};
 use std::path::{Path, PathBuf};
 
 /// A start path resolved inside a preopen.
+#[derive(Clone)]
 pub(super) struct Start {
     /// Its canonical host path.
     pub(super) host: PathBuf,

@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// Directories the start must have for a walk to be split over two threads.
+const SPLIT_DIRS: usize = 8;
+
 /// One directory being listed.
 struct Dir {
     fd: DirFd,
@@ -83,7 +86,8 @@ pub(crate) struct Walker {
     /// Directories and ignore files that could not be read so far (and names that no longer
     /// were what the listing named when opened).
     pub(crate) errors: u32,
-    budget: Budget,
+    /// Shared with a walker split off this one ([`Walker::split`]): one budget for the walk.
+    budget: Arc<std::sync::Mutex<Budget>>,
     real_buf: String,
     listing_buf: Vec<std::mem::MaybeUninit<u8>>,
     visited: usize,
@@ -211,11 +215,74 @@ impl Walker {
             parents,
             stack,
             errors,
-            budget,
+            budget: Arc::new(std::sync::Mutex::new(budget)),
             real_buf: String::new(),
             listing_buf,
             visited: 0,
         })
+    }
+
+    /// Split a fresh walk into up to `parts` consecutive parts of its order, for more than one
+    /// thread: this walker keeps the start's entries before the first cut, each returned one
+    /// the next range (cut before one of the start's directories, so each part's entries all
+    /// come after the previous part's). None when the walk is resumed, does not go below the
+    /// start's own entries, or the start has fewer than [`SPLIT_DIRS`] directories to enter.
+    pub(crate) fn split(&mut self, parts: usize) -> Vec<Walker> {
+        if !self.resume.is_empty() || self.options.max_depth.is_some_and(|d| d < 2) {
+            return Vec::new();
+        }
+        let [top] = self.stack.as_mut_slice() else {
+            return Vec::new();
+        };
+        if top.next != 0 {
+            return Vec::new();
+        }
+        let dirs: Vec<usize> = (top.children.iter().enumerate())
+            .filter(|(_, c)| c.kind == Kind::Dir && !DEFAULT_IGNORES.contains(&c.name.as_str()))
+            .map(|(i, _)| i)
+            .collect();
+        if dirs.len() < SPLIT_DIRS || parts < 2 {
+            return Vec::new();
+        }
+        let parts = parts.min(dirs.len() / 2);
+        let mut cuts: Vec<usize> = (1..parts).map(|k| dirs[k * dirs.len() / parts]).collect();
+        cuts.dedup();
+        let mut later = Vec::with_capacity(cuts.len());
+        // From the last cut back, so each split-off range is the tail at that point.
+        for &at in cuts.iter().rev() {
+            let theirs = Dir {
+                fd: top.fd.clone(),
+                dev: top.dev,
+                host: top.host.clone(),
+                sub: top.sub.clone(),
+                real_rel: top.real_rel.clone(),
+                depth: top.depth,
+                children: top.children.split_off(at),
+                next: 0,
+                ignore: top.ignore.clone(),
+                gitignore: top.gitignore.clone(),
+                on_resume: false,
+                rules: top.rules,
+            };
+            // The same walk from the same start, with the same rules and one ignore budget;
+            // what the start's listing and ignore files cost was counted here.
+            later.push(Walker {
+                scope: self.scope.clone(),
+                start: self.start.clone(),
+                extra: self.extra.clone(),
+                resume: Vec::new(),
+                options: self.options.clone(),
+                parents: self.parents.clone(),
+                stack: vec![theirs],
+                errors: 0,
+                budget: self.budget.clone(),
+                real_buf: String::new(),
+                listing_buf: Vec::new(),
+                visited: 0,
+            });
+        }
+        later.reverse();
+        later
     }
 
     /// Whether entries are left after the last one returned.
@@ -342,7 +409,7 @@ impl Walker {
                                 real_rel.as_deref(),
                                 &children,
                                 &mut self.errors,
-                                &mut self.budget,
+                                &mut self.budget.lock().unwrap_or_else(|p| p.into_inner()),
                                 cancel,
                             )
                         } else {
