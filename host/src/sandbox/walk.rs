@@ -211,7 +211,10 @@ impl WalkScope {
             (0..count).map(|_| Mutex::new(None)).collect();
         let next = AtomicUsize::new(0);
         let stopped = AtomicUsize::new(usize::MAX);
+        let (held, held_bytes) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let bounds = Bounds {
+            held: &held,
+            held_bytes: &held_bytes,
             files,
             with_mtime,
             page_entries: page.page_entries,
@@ -344,6 +347,10 @@ struct Bounds<'a> {
     began: Instant,
     /// The first chunk that stopped at a page's bounds: the chunks after it stop too.
     stopped: &'a AtomicUsize,
+    /// Entries and path bytes held by all chunks: at twice a page's bounds, a chunk stops as
+    /// at its own (so a split walk holds at most about two pages).
+    held: &'a AtomicUsize,
+    held_bytes: &'a AtomicUsize,
     cancel: Option<&'a AtomicBool>,
 }
 
@@ -363,6 +370,9 @@ fn walk_chunk(mut w: Walker, index: usize, b: &Bounds<'_>) -> Result<Ahead, Stri
             skipped = Some(found.sub);
         } else {
             bytes += found.sub.len() + 32;
+            b.held.fetch_add(1, Ordering::Relaxed);
+            b.held_bytes
+                .fetch_add(found.sub.len() + 32, Ordering::Relaxed);
             let mtime = (b.with_mtime && !found.is_dir)
                 .then(|| mtimes::mtime_at(&found.dir, found.name()))
                 .flatten();
@@ -375,6 +385,8 @@ fn walk_chunk(mut w: Walker, index: usize, b: &Bounds<'_>) -> Result<Ahead, Stri
         }
         if ahead.items.len() >= b.page_entries
             || bytes >= PAGE_BYTES
+            || b.held.load(Ordering::Relaxed) >= 2 * b.page_entries
+            || b.held_bytes.load(Ordering::Relaxed) >= 2 * PAGE_BYTES
             || b.began.elapsed() >= PAGE_TIME
         {
             if w.more() {
