@@ -65,6 +65,64 @@ async fn walk_lists_nothing_denied_and_never_follows_symlinks_out() {
     }
 }
 
+/// A guest asking the walk for files matching any glob (`toolgate:fs/walk@0.2.0`) gets only
+/// files it could list itself: a glob cannot match a secret, the state directory or a file
+/// behind a symlink into view, and a glob too long to compile in the host is refused by name.
+#[tokio::test]
+async fn a_files_glob_matches_nothing_the_walk_hides() {
+    let (ws, _outside) = workspace();
+    let gate = ws.gate(false).await;
+    let globs = [
+        "**",
+        "**/*",
+        "**/.env*",
+        ".env",
+        "**/id_*",
+        "**/*.pem",
+        ".toolgate/**",
+        "out/**",
+        "etc/**",
+        "**/passwd",
+        "{**/.env,src/.ssh/*}",
+    ];
+    let ops = globs
+        .iter()
+        .map(|g| json!({"op": "walk", "path": "/workspace", "target": g}))
+        .collect();
+    let r = probe(&gate, ops).await;
+    assert_eq!(
+        entries(&r[0]),
+        ["docs/guide.md", "etc", "out", "src/lib.rs"]
+    );
+    assert_eq!(entries(&r[1]), entries(&r[0]));
+    for (glob, result) in globs.iter().zip(&r).skip(2) {
+        assert_eq!(result["ok"], true, "{glob}: {result}");
+        assert!(entries(result).is_empty(), "{glob}: {result}");
+    }
+    let all = serde_json::to_string(&r).unwrap();
+    for hidden in [
+        "id_ed25519",
+        "server.pem",
+        "call-1",
+        "grants",
+        "outside-secret",
+    ] {
+        assert!(!all.contains(hidden), "{hidden} leaked: {all}");
+    }
+    let long = format!("{}*", "{a,b}".repeat(1000));
+    let r = probe(
+        &gate,
+        vec![json!({"op": "walk", "path": "/workspace", "target": long})],
+    )
+    .await;
+    assert_eq!(r[0]["ok"], false, "{}", r[0]);
+    let detail = r[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("files-matching") && detail.contains("4096"),
+        "{detail}"
+    );
+}
+
 /// The walk and the read-ahead (`toolgate:search/read-ahead`, which walks the same way) refuse
 /// the same starts.
 #[tokio::test]

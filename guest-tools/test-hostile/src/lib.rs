@@ -231,7 +231,7 @@ fn probe(input: &Value) -> Output {
             "remove" => std::fs::remove_file(path).map(|()| "removed".to_string()),
             "symlink" => symlink(&arg("target"), path).map(|()| "linked".to_string()),
             "rename" => std::fs::rename(path, arg("to")).map(|()| "renamed".to_string()),
-            "walk" => host_walk(path).map(|names| {
+            "walk" => host_walk(path, op.get("target").and_then(Value::as_str)).map(|names| {
                 let detail = names.join(",");
                 entries = Some(names);
                 detail
@@ -263,18 +263,18 @@ fn probe(input: &Value) -> Output {
         .data(json!({"results": records}))
 }
 
-/// Ask the host's walk capability (`toolgate:fs/walk`) directly for everything below `path`,
-/// with no checks on the guest side: entry paths relative to `path`, directories with a
-/// trailing `/`.
+/// Ask the host's walk capability (`toolgate:fs/walk`) directly for everything below `path`
+/// (only the files matching `files`, when given), with no checks on the guest side: entry
+/// paths relative to `path`, directories with a trailing `/`.
 #[cfg(target_os = "wasi")]
-fn host_walk(path: &str) -> std::io::Result<Vec<String>> {
+fn host_walk(path: &str, files: Option<&str>) -> std::io::Result<Vec<String>> {
     use toolgate_guest::walk::__wit::toolgate::fs::walk as w;
     let options = w::Options {
         max_depth: None,
         ignore: Vec::new(),
         no_ignore_files: false,
         with_mtime: false,
-        files_matching: None,
+        files_matching: files.map(str::to_string),
         resume: None,
     };
     let listing = w::list_entries(path, &options).map_err(std::io::Error::other)?;
@@ -378,7 +378,7 @@ fn read_ahead_spin(_path: &str) -> std::io::Result<String> {
 }
 
 #[cfg(not(target_os = "wasi"))]
-fn host_walk(_path: &str) -> std::io::Result<Vec<String>> {
+fn host_walk(_path: &str, _files: Option<&str>) -> std::io::Result<Vec<String>> {
     Err(std::io::Error::other(
         "the host walk exists only inside a component",
     ))
