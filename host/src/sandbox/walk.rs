@@ -129,6 +129,29 @@ impl WalkScope {
         cancel: Option<&std::sync::atomic::AtomicBool>,
         page_entries: usize,
     ) -> Result<w::Listing, String> {
+        let cut_before = lock(&self.cut).len();
+        let listing = self.list_page(start, options, files, cancel, page_entries, true)?;
+        // Which ignore files a split walk cuts at the budget depends on which thread got there
+        // first; a listing is the same every time, so such a walk is done again on one thread.
+        if listing.split && lock(&self.cut).len() > cut_before {
+            lock(&self.cut).truncate(cut_before);
+            return Ok(self
+                .list_page(start, options, files, cancel, page_entries, false)?
+                .listing);
+        }
+        Ok(listing.listing)
+    }
+
+    /// One page, on two threads when `split` allows and the walk is large.
+    fn list_page(
+        &self,
+        start: &str,
+        options: &w::Options,
+        files: Option<&globset::GlobMatcher>,
+        cancel: Option<&std::sync::atomic::AtomicBool>,
+        page_entries: usize,
+        split: bool,
+    ) -> Result<Paged, String> {
         let began = Instant::now();
         let mut walker = Walker::new_cancellable(
             self.clone(),
@@ -152,11 +175,19 @@ impl WalkScope {
             began,
             page_entries,
         };
-        let later = walker.split(CHUNKS);
+        let later = if split {
+            walker.split(CHUNKS)
+        } else {
+            Vec::new()
+        };
         if !later.is_empty() {
             let mut chunks = vec![walker];
             chunks.extend(later);
-            return self.list_chunks(chunks, options.with_mtime, files, cancel, page);
+            let listing = self.list_chunks(chunks, options.with_mtime, files, cancel, page)?;
+            return Ok(Paged {
+                listing,
+                split: true,
+            });
         }
         std::thread::scope(|scope| -> Result<(), String> {
             let mut times = options.with_mtime.then(|| mtimes::Mtimes::new(scope));
@@ -189,7 +220,10 @@ impl WalkScope {
         })?;
         let mut listing = page.listing;
         listing.errors = walker.errors;
-        Ok(listing)
+        Ok(Paged {
+            listing,
+            split: false,
+        })
     }
 
     /// A walk split into `chunks` (consecutive parts of the walk order), walked by this thread
@@ -282,6 +316,12 @@ impl WalkScope {
         listing.errors = errors;
         Ok(listing)
     }
+}
+
+/// A page, and whether its walk was split over two threads.
+struct Paged {
+    listing: w::Listing,
+    split: bool,
 }
 
 /// A listing being filled, within the page's entry, byte and time bounds.

@@ -539,6 +539,43 @@ fn ignore_patterns_past_the_budget_are_cut_and_named() {
     );
 }
 
+/// A large walk split over two threads that runs out of ignore budget is done again on one
+/// thread: which files are cut, and so the listing, is the same every time, and the same as a
+/// lone walker's.
+#[test]
+fn a_split_walk_out_of_ignore_budget_is_the_same_every_time() {
+    let (_d, _o, root, mut scope) = fixture(None);
+    for a in 0..12 {
+        put(&root, &format!("tree/d{a:02}/.gitignore"), "*.log\n*.tmp\n");
+        put(&root, &format!("tree/d{a:02}/x.log"), "");
+        put(&root, &format!("tree/d{a:02}/y.tmp"), "");
+        put(&root, &format!("tree/d{a:02}/e/z.log"), "");
+    }
+    scope.ignore_patterns = 9;
+    let lone = |scope: &WalkScope| {
+        let mut walker =
+            Walker::new(scope.clone(), "/workspace/tree", WalkOptions::default()).unwrap();
+        let mut out = Vec::new();
+        while let Some(f) = walker.next(None).unwrap() {
+            out.push(if f.is_dir {
+                format!("{}/", f.sub)
+            } else {
+                f.sub
+            });
+        }
+        out
+    };
+    let want = lone(&scope);
+    let want_cut = scope.ignore_files_cut();
+    assert!(want_cut.len() >= 7, "{want_cut:?}");
+    for _ in 0..8 {
+        scope.cut = Arc::default();
+        let l = scope.list("/workspace/tree", &opts(), None, None).unwrap();
+        assert_eq!(names(&l), want);
+        assert_eq!(scope.ignore_files_cut(), want_cut);
+    }
+}
+
 /// A file of many chunks decides as one file: the last matching pattern wins.
 #[test]
 fn a_long_ignore_file_matches_as_one() {
