@@ -499,3 +499,7 @@ impl w2::Host for super::CallState {
 #[cfg(test)]
 #[path = "walk_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "walk_parts_tests.rs"]
+mod parts_tests;
