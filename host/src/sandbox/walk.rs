@@ -129,29 +129,33 @@ impl WalkScope {
         cancel: Option<&std::sync::atomic::AtomicBool>,
         page_entries: usize,
     ) -> Result<w::Listing, String> {
+        let ask = PageAsk {
+            start,
+            options,
+            files,
+            cancel,
+            page_entries,
+        };
         let cut_before = lock(&self.cut).len();
-        let listing = self.list_page(start, options, files, cancel, page_entries, true)?;
+        let listing = self.list_page(&ask, true)?;
         // Which ignore files a split walk cuts at the budget depends on which thread got there
         // first; a listing is the same every time, so such a walk is done again on one thread.
         if listing.split && lock(&self.cut).len() > cut_before {
             lock(&self.cut).truncate(cut_before);
-            return Ok(self
-                .list_page(start, options, files, cancel, page_entries, false)?
-                .listing);
+            return Ok(self.list_page(&ask, false)?.listing);
         }
         Ok(listing.listing)
     }
 
     /// One page, on two threads when `split` allows and the walk is large.
-    fn list_page(
-        &self,
-        start: &str,
-        options: &w::Options,
-        files: Option<&globset::GlobMatcher>,
-        cancel: Option<&std::sync::atomic::AtomicBool>,
-        page_entries: usize,
-        split: bool,
-    ) -> Result<Paged, String> {
+    fn list_page(&self, ask: &PageAsk<'_>, split: bool) -> Result<Paged, String> {
+        let PageAsk {
+            start,
+            options,
+            files,
+            cancel,
+            page_entries,
+        } = *ask;
         let began = Instant::now();
         let mut walker = Walker::new_cancellable(
             self.clone(),
@@ -316,6 +320,16 @@ impl WalkScope {
         listing.errors = errors;
         Ok(listing)
     }
+}
+
+/// What one page is asked for ([`WalkScope::list_paged`]).
+#[derive(Clone, Copy)]
+struct PageAsk<'a> {
+    start: &'a str,
+    options: &'a w::Options,
+    files: Option<&'a globset::GlobMatcher>,
+    cancel: Option<&'a AtomicBool>,
+    page_entries: usize,
 }
 
 /// A page, and whether its walk was split over two threads.

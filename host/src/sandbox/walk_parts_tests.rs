@@ -7,6 +7,20 @@ use super::tests::{fixture, names, opts, put};
 use super::walker::WalkOptions;
 use super::*;
 
+/// The walk of one walker alone from `start` (no paging, no split), directories with a `/`.
+fn lone_walk(scope: &WalkScope, start: &str) -> Vec<String> {
+    let mut walker = Walker::new(scope.clone(), start, WalkOptions::default()).unwrap();
+    let mut out = Vec::new();
+    while let Some(f) = walker.next(None).unwrap() {
+        out.push(if f.is_dir {
+            format!("{}/", f.sub)
+        } else {
+            f.sub
+        });
+    }
+    out
+}
+
 /// `files-matching` (walk@0.2.0): only the files whose path below the start matches come
 /// back, in walk order, each with its time; directories are walked but not returned, and the
 /// rules (ignore files, deny-list, default ignores) still hold.
@@ -84,18 +98,7 @@ fn listings_give_the_walkers_walk_on_a_larger_tree() {
     put(&root, "tree/d05/.ignore", "e1/\n");
     put(&root, "tree/d07/.ssh/id_rsa", "");
     put(&root, "tree/d08/node_modules/x/y.js", "");
-    let alone = |start: &str| {
-        let mut walker = Walker::new(scope.clone(), start, WalkOptions::default()).unwrap();
-        let mut out = Vec::new();
-        while let Some(f) = walker.next(None).unwrap() {
-            out.push(if f.is_dir {
-                format!("{}/", f.sub)
-            } else {
-                f.sub
-            });
-        }
-        out
-    };
+    let alone = |start: &str| lone_walk(&scope, start);
     for start in ["/workspace", "/workspace/tree", "/workspace/tree/d05"] {
         let want = alone(start);
         assert!(
@@ -173,20 +176,7 @@ fn a_split_walk_out_of_ignore_budget_is_the_same_every_time() {
         put(&root, &format!("tree/d{a:02}/e/z.log"), "");
     }
     scope.ignore_patterns = 9;
-    let lone = |scope: &WalkScope| {
-        let mut walker =
-            Walker::new(scope.clone(), "/workspace/tree", WalkOptions::default()).unwrap();
-        let mut out = Vec::new();
-        while let Some(f) = walker.next(None).unwrap() {
-            out.push(if f.is_dir {
-                format!("{}/", f.sub)
-            } else {
-                f.sub
-            });
-        }
-        out
-    };
-    let want = lone(&scope);
+    let want = lone_walk(&scope, "/workspace/tree");
     let want_cut = scope.ignore_files_cut();
     assert!(want_cut.len() >= 7, "{want_cut:?}");
     for _ in 0..8 {
