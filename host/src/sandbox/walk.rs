@@ -245,7 +245,7 @@ impl WalkScope {
         let count = chunks.len();
         let slots: Vec<Mutex<Option<Walker>>> =
             chunks.into_iter().map(|c| Mutex::new(Some(c))).collect();
-        let done: Vec<Mutex<Option<Result<Ahead, String>>>> =
+        let done: Vec<Mutex<Option<Result<PartFound, String>>>> =
             (0..count).map(|_| Mutex::new(None)).collect();
         let next = AtomicUsize::new(0);
         let stopped = AtomicUsize::new(usize::MAX);
@@ -266,8 +266,8 @@ impl WalkScope {
                 return;
             };
             if let Some(walker) = lock(slot).take() {
-                let ahead = walk_chunk(walker, i, &bounds);
-                *lock(&done[i]) = Some(ahead);
+                let part = walk_chunk(walker, i, &bounds);
+                *lock(&done[i]) = Some(part);
             }
         };
         std::thread::scope(|scope| {
@@ -284,8 +284,8 @@ impl WalkScope {
         let mut errors = 0u32;
         let mut result = Ok(());
         for (i, slot) in done.iter().enumerate() {
-            let ahead = match lock(slot).take() {
-                Some(Ok(ahead)) => ahead,
+            let part = match lock(slot).take() {
+                Some(Ok(part)) => part,
                 Some(Err(e)) => {
                     result = Err(e);
                     break;
@@ -295,12 +295,12 @@ impl WalkScope {
                     break;
                 }
             };
-            errors = errors.saturating_add(ahead.errors);
-            let n = ahead.items.len();
+            errors = errors.saturating_add(part.errors);
+            let n = part.items.len();
             let last = i + 1 == count;
             let mut full = false;
-            for (k, item) in ahead.items.into_iter().enumerate() {
-                let more = k + 1 < n || ahead.more || !last;
+            for (k, item) in part.items.into_iter().enumerate() {
+                let more = k + 1 < n || part.more || !last;
                 if page.add(item.sub, item.is_dir, item.depth, item.mtime, more) {
                     full = true;
                     break;
@@ -309,9 +309,9 @@ impl WalkScope {
             if full {
                 break;
             }
-            if ahead.more {
+            if part.more {
                 page.listing.truncated = true;
-                page.listing.resume = ahead.resume;
+                page.listing.resume = part.resume;
                 break;
             }
         }
@@ -385,7 +385,7 @@ struct Item {
 
 /// What one chunk of a split walk found, in walk order.
 #[derive(Default)]
-struct Ahead {
+struct PartFound {
     items: Vec<Item>,
     /// It stopped before its end (a page's bounds), after `resume`.
     more: bool,
@@ -409,8 +409,8 @@ struct Bounds<'a> {
 }
 
 /// Walk chunk `index` to its end or a page's bounds, timing the files it returns.
-fn walk_chunk(mut w: Walker, index: usize, b: &Bounds<'_>) -> Result<Ahead, String> {
-    let mut ahead = Ahead::default();
+fn walk_chunk(mut w: Walker, index: usize, b: &Bounds<'_>) -> Result<PartFound, String> {
+    let mut part = PartFound::default();
     let mut bytes = 0usize;
     while let Some(found) = w.next(b.cancel)? {
         if b.stopped.load(Ordering::Relaxed) < index {
@@ -430,30 +430,30 @@ fn walk_chunk(mut w: Walker, index: usize, b: &Bounds<'_>) -> Result<Ahead, Stri
             let mtime = (b.with_mtime && !found.is_dir)
                 .then(|| mtimes::mtime_at(&found.dir, found.name()))
                 .flatten();
-            ahead.items.push(Item {
+            part.items.push(Item {
                 sub: found.sub,
                 is_dir: found.is_dir,
                 depth: found.depth,
                 mtime,
             });
         }
-        if ahead.items.len() >= b.page_entries
+        if part.items.len() >= b.page_entries
             || bytes >= PAGE_BYTES
             || b.held.load(Ordering::Relaxed) >= 2 * b.page_entries
             || b.held_bytes.load(Ordering::Relaxed) >= 2 * PAGE_BYTES
             || b.began.elapsed() >= PAGE_TIME
         {
             if w.more() {
-                ahead.more = true;
+                part.more = true;
                 // Resume after the last entry walked, returned or not.
-                ahead.resume = skipped.or_else(|| ahead.items.last().map(|i| i.sub.clone()));
+                part.resume = skipped.or_else(|| part.items.last().map(|i| i.sub.clone()));
                 b.stopped.fetch_min(index, Ordering::Relaxed);
             }
             break;
         }
     }
-    ahead.errors = w.errors;
-    Ok(ahead)
+    part.errors = w.errors;
+    Ok(part)
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
