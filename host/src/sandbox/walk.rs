@@ -1,4 +1,5 @@
-//! The host-assisted walk (`toolgate:fs/walk@0.1.0` and `@0.2.0`, which adds `files-matching`): the walking tools (`ls`, `glob`) ask the
+//! The host-assisted walk (`toolgate:fs/walk@0.1.0`, and `@0.2.0`, which adds
+//! `files-matching`): the walking tools (`ls`, `glob`) ask the
 //! host for the list of entries below a directory instead of walking it through WASI one
 //! `readdir`/`stat`/failed `open` at a time; the tool still opens every file itself through
 //! `wasi:filesystem`, where the filesystem guard applies. The same [`Walker`] drives grep's
@@ -196,7 +197,7 @@ impl WalkScope {
         std::thread::scope(|scope| -> Result<(), String> {
             let mut times = options.with_mtime.then(|| mtimes::Mtimes::new(scope));
             while let Some(found) = walker.next(cancel)? {
-                if files.is_some_and(|m| found.is_dir || !m.is_match(&found.sub)) {
+                if passed_over(files, &found) {
                     // Walked, not returned; a page still ends in time (resuming after an entry
                     // that was not returned skips nothing that was due).
                     if began.elapsed() >= PAGE_TIME && walker.more() {
@@ -209,7 +210,13 @@ impl WalkScope {
                 if let (Some(times), false) = (&mut times, found.is_dir) {
                     times.ask(page.listing.entries.len(), &found.dir, found.name());
                 }
-                if page.add(found.sub, found.is_dir, found.depth, None, walker.more()) {
+                let entry = w::Entry {
+                    path: found.sub,
+                    is_dir: found.is_dir,
+                    depth: found.depth,
+                    mtime_ns: None,
+                };
+                if page.add(entry, walker.more()) {
                     break;
                 }
             }
@@ -295,13 +302,14 @@ impl WalkScope {
                     break;
                 }
             };
-            errors = errors.saturating_add(part.errors);
             let n = part.items.len();
             let last = i + 1 == count;
             let mut full = false;
-            for (k, item) in part.items.into_iter().enumerate() {
+            for (k, (entry, errors_so_far)) in part.items.into_iter().enumerate() {
                 let more = k + 1 < n || part.more || !last;
-                if page.add(item.sub, item.is_dir, item.depth, item.mtime, more) {
+                if page.add(entry, more) {
+                    // Only what was met up to here: the next page walks the rest again.
+                    errors = errors.saturating_add(errors_so_far);
                     full = true;
                     break;
                 }
@@ -309,6 +317,7 @@ impl WalkScope {
             if full {
                 break;
             }
+            errors = errors.saturating_add(part.errors);
             if part.more {
                 page.listing.truncated = true;
                 page.listing.resume = part.resume;
@@ -349,44 +358,31 @@ struct Page {
 impl Page {
     /// Add an entry; true when the page is full (it then says where to resume when `more`
     /// entries follow).
-    fn add(
-        &mut self,
-        sub: String,
-        is_dir: bool,
-        depth: u32,
-        mtime_ns: Option<u64>,
-        more: bool,
-    ) -> bool {
-        self.bytes += sub.len() + 32;
+    fn add(&mut self, entry: w::Entry, more: bool) -> bool {
+        self.bytes += entry.path.len() + 32;
         let full = self.listing.entries.len() + 1 >= self.page_entries
             || self.bytes >= PAGE_BYTES
             || self.began.elapsed() >= PAGE_TIME;
         if full && more {
             self.listing.truncated = true;
-            self.listing.resume = Some(sub.clone());
+            self.listing.resume = Some(entry.path.clone());
         }
-        self.listing.entries.push(w::Entry {
-            path: sub,
-            is_dir,
-            depth,
-            mtime_ns,
-        });
+        self.listing.entries.push(entry);
         full
     }
 }
 
-/// One entry a chunk of a split walk found (no directory held open for it).
-struct Item {
-    sub: String,
-    is_dir: bool,
-    depth: u32,
-    mtime: Option<u64>,
+/// Whether a found entry is walked but not returned: `files` asks for files, and it is a
+/// directory or does not match.
+fn passed_over(files: Option<&globset::GlobMatcher>, found: &Found) -> bool {
+    files.is_some_and(|m| found.is_dir || !m.is_match(&found.sub))
 }
 
-/// What one chunk of a split walk found, in walk order.
+/// What one chunk of a split walk found, in walk order: each entry (no directory held open
+/// for it) with the chunk's error count when it was found.
 #[derive(Default)]
 struct PartFound {
-    items: Vec<Item>,
+    items: Vec<(w::Entry, u32)>,
     /// It stopped before its end (a page's bounds), after `resume`.
     more: bool,
     resume: Option<String>,
@@ -418,9 +414,7 @@ fn walk_chunk(mut w: Walker, index: usize, b: &Bounds<'_>) -> Result<PartFound, 
             break;
         }
         let mut skipped = None;
-        if b.files
-            .is_some_and(|m| found.is_dir || !m.is_match(&found.sub))
-        {
+        if passed_over(b.files, &found) {
             skipped = Some(found.sub);
         } else {
             bytes += found.sub.len() + 32;
@@ -430,12 +424,13 @@ fn walk_chunk(mut w: Walker, index: usize, b: &Bounds<'_>) -> Result<PartFound, 
             let mtime = (b.with_mtime && !found.is_dir)
                 .then(|| mtimes::mtime_at(&found.dir, found.name()))
                 .flatten();
-            part.items.push(Item {
-                sub: found.sub,
+            let entry = w::Entry {
+                path: found.sub,
                 is_dir: found.is_dir,
                 depth: found.depth,
-                mtime,
-            });
+                mtime_ns: mtime,
+            };
+            part.items.push((entry, w.errors));
         }
         if part.items.len() >= b.page_entries
             || bytes >= PAGE_BYTES
@@ -446,7 +441,7 @@ fn walk_chunk(mut w: Walker, index: usize, b: &Bounds<'_>) -> Result<PartFound, 
             if w.more() {
                 part.more = true;
                 // Resume after the last entry walked, returned or not.
-                part.resume = skipped.or_else(|| part.items.last().map(|i| i.sub.clone()));
+                part.resume = skipped.or_else(|| part.items.last().map(|(e, _)| e.path.clone()));
                 b.stopped.fetch_min(index, Ordering::Relaxed);
             }
             break;

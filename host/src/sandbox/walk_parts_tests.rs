@@ -186,3 +186,35 @@ fn a_split_walk_out_of_ignore_budget_is_the_same_every_time() {
         assert_eq!(scope.ignore_files_cut(), want_cut);
     }
 }
+
+/// Errors (here names that are not UTF-8, one per directory) are counted once over the pages
+/// of a split walk, as by a lone walker, however the pages cut its parts.
+#[test]
+fn a_split_walks_errors_are_counted_once_over_its_pages() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let (_d, _o, root, scope) = fixture(None);
+    for a in 0..12 {
+        put(&root, &format!("tree/d{a:02}/e/f.rs"), "");
+        let bad = root
+            .join(format!("tree/d{a:02}/e"))
+            .join(std::ffi::OsStr::from_bytes(b"x\xff"));
+        std::fs::write(bad, "").unwrap();
+    }
+    let mut walker = Walker::new(scope.clone(), "/workspace/tree", WalkOptions::default()).unwrap();
+    while walker.next(None).unwrap().is_some() {}
+    assert_eq!(walker.errors, 12);
+    for page in [1, 2, 4, 5, 7, 8, 50_000] {
+        let (mut errors, mut o) = (0, opts());
+        loop {
+            let l = scope
+                .list_paged("/workspace/tree", &o, None, None, page)
+                .unwrap();
+            errors += l.errors;
+            if !l.truncated {
+                break;
+            }
+            o.resume = l.resume.clone();
+        }
+        assert_eq!(errors, 12, "pages of {page}");
+    }
+}

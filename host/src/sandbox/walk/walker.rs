@@ -206,6 +206,11 @@ impl Walker {
             next: 0,
             on_resume: !resume.is_empty(),
         }];
+        if !resume.is_empty() {
+            // The start and its parents were read by the page that began the walk, which
+            // counted what could not be read there.
+            errors = 0;
+        }
         Ok(Walker {
             scope,
             start,
@@ -343,7 +348,8 @@ impl Walker {
                     continue;
                 }
             }
-            let real_rel = match (&self.scope.deny, &top.real_rel) {
+            // Whether `real_buf` now holds the entry's real workspace path.
+            let has_real = match (&self.scope.deny, &top.real_rel) {
                 (Some(deny), Some(parent)) => {
                     self.real_buf.clear();
                     self.real_buf.push_str(parent);
@@ -368,7 +374,7 @@ impl Walker {
                     continue;
                 }
             }
-            let real_rel = (real_rel && descend).then(|| self.real_buf.clone());
+            let real_rel = (has_real && descend).then(|| self.real_buf.clone());
             let name_at = sub.len() - name.len();
             let (found_sub, dir_sub) = if descend {
                 (sub.clone(), Some(sub))
@@ -388,6 +394,9 @@ impl Walker {
                 });
             }
             if let (Some(host), Some(sub)) = (host, dir_sub) {
+                // The resume point and the directories on its path were entered by an earlier
+                // page, which counted what their listings and ignore files could not read.
+                let errors_before = self.errors;
                 // Entered through the listed directory's descriptor, and only when the name
                 // still is the directory the listing named.
                 let listing_buf = &mut self.listing_buf;
@@ -432,6 +441,9 @@ impl Walker {
                         });
                     }
                     Err(_) => self.errors += 1,
+                }
+                if !emit {
+                    self.errors = errors_before;
                 }
             }
             if found.is_some() {
