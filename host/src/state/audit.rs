@@ -2,6 +2,7 @@
 //! its stage and source, when execution started, and how it completed. No secret is stored by
 //! value: every detail is scanned on its way in (see `super::redact`).
 
+use super::audit_queue::Sender;
 use super::redact::{scan, secret_name_kind};
 use super::{now_ms, StateDb};
 use crate::error::Result;
@@ -73,9 +74,9 @@ impl StateDb {
         };
         // The call's read records go in the same message (see `StateDb::record_read`).
         let reads = self.take_unsent_reads();
-        let (call, reads) = match self.writer.send(AuditMsg::Call(call, reads)) {
+        let (call, reads) = match self.writer.send(AuditMsg::Call(call, reads), false) {
             Ok(()) => return Ok(()),
-            Err(mpsc::SendError(AuditMsg::Call(call, reads))) => (call, reads),
+            Err(AuditMsg::Call(call, reads)) => (call, reads),
             Err(_) => return Ok(()),
         };
         // The writer is gone (it failed to open the database): write here instead.
@@ -90,7 +91,7 @@ impl StateDb {
     pub fn flush_audit(&self) {
         self.send_unsent_reads();
         let (tx, rx) = mpsc::channel();
-        if self.writer.send(AuditMsg::Flush(tx)).is_ok() {
+        if self.writer.send(AuditMsg::Flush(tx), true).is_ok() {
             let _ = rx.recv();
         }
     }
@@ -351,12 +352,14 @@ pub(crate) enum AuditMsg {
 const BATCH: usize = 512;
 
 /// Start the writer thread for the database at `path`. It owns its own connection and ends
-/// when every sender is dropped, after writing what it was sent.
+/// when the queue is closed, after writing what it was sent. Calls do not wake it one by one
+/// (see `super::audit_queue`): it writes what a few milliseconds of calls sent, in one
+/// transaction.
 pub(crate) fn start_writer(
     path: &Path,
     pending_reads: super::read_rows::PendingReads,
-) -> std::io::Result<(mpsc::Sender<AuditMsg>, std::thread::JoinHandle<()>)> {
-    let (tx, rx) = mpsc::channel::<AuditMsg>();
+) -> std::io::Result<(Sender<AuditMsg>, std::thread::JoinHandle<()>)> {
+    let (tx, rx) = super::audit_queue::queue::<AuditMsg>();
     let path = path.to_path_buf();
     let handle = std::thread::Builder::new()
         .name("toolgate-audit".into())
@@ -378,12 +381,11 @@ pub(crate) fn start_writer(
                     return;
                 }
             };
-            while let Ok(first) = rx.recv() {
+            while let Some(batch) = rx.next_batch(super::audit_queue::LINGER) {
                 let mut rows = Vec::new();
                 let mut reads = Vec::new();
                 let mut flushes = Vec::new();
-                let mut next = Some(first);
-                while let Some(msg) = next.take() {
+                for msg in batch {
                     match msg {
                         AuditMsg::Call(c, r) => {
                             rows.extend(c.into_rows());
@@ -392,8 +394,10 @@ pub(crate) fn start_writer(
                         AuditMsg::Reads(r) => reads.extend(r),
                         AuditMsg::Flush(reply) => flushes.push(reply),
                     }
-                    if rows.len() + reads.len() < BATCH {
-                        next = rx.try_recv().ok();
+                    if rows.len() + reads.len() >= BATCH {
+                        write_batch(&mut conn, &rows, &reads, &pending_reads);
+                        rows.clear();
+                        reads.clear();
                     }
                 }
                 write_batch(&mut conn, &rows, &reads, &pending_reads);

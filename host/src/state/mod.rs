@@ -3,6 +3,7 @@
 
 mod audit;
 mod audit_calls;
+mod audit_queue;
 mod history;
 pub mod keyring;
 mod read_rows;
@@ -23,7 +24,7 @@ pub use reads::{FileStamp, DEFAULT_STAMP_BYTES};
 use crate::error::{Error, Result};
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -79,7 +80,7 @@ pub struct StateDb {
     path: PathBuf,
     conn: Mutex<Connection>,
     /// Audit events go to a writer thread so calls do not wait for SQLite.
-    writer: mpsc::Sender<audit::AuditMsg>,
+    writer: audit_queue::Sender<audit::AuditMsg>,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Read records of this process not yet in the database, by (session, path): the writer
     /// thread removes each once its row is committed, so the database stays the authority
@@ -97,8 +98,7 @@ impl Drop for StateDb {
         // Nothing audited is lost at exit: send what waits, close the channel and wait for the
         // writer to drain.
         self.send_unsent_reads();
-        let (closed, _) = mpsc::channel();
-        drop(std::mem::replace(&mut self.writer, closed));
+        self.writer.close();
         let handle = self
             .writer_thread
             .lock()

@@ -202,8 +202,9 @@ impl StateDb {
         if reads.is_empty() {
             return;
         }
-        if let Err(std::sync::mpsc::SendError(super::audit::AuditMsg::Reads(reads))) =
-            self.writer.send(super::audit::AuditMsg::Reads(reads))
+        if let Err(super::audit::AuditMsg::Reads(reads)) = self
+            .writer
+            .send(super::audit::AuditMsg::Reads(reads), false)
         {
             self.write_reads_here(&reads);
         }
