@@ -330,6 +330,14 @@ pub fn apply(
     linux::install(cmd, want, view, writable, procs, net)
 }
 
+/// In the spawner, before it makes any thread: empty its capability bounding set, which every
+/// command it forks inherits (so a command need not drop each capability itself). `false`
+/// when it may not (each command then drops its own, as before).
+#[cfg(target_os = "linux")]
+pub fn empty_bounding_set() -> bool {
+    linux::empty_bounding_set()
+}
+
 #[cfg(target_os = "linux")]
 mod linux;
 

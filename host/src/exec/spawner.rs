@@ -477,6 +477,8 @@ mod linux {
             );
             return ExitCode::from(2);
         }
+        // Before any thread exists (each thread takes the set of the one that made it).
+        crate::exec::confine::empty_bounding_set();
         let sock = Arc::new(sock);
         send(
             &sock,

@@ -90,6 +90,12 @@ pub(super) fn probe() -> Probe {
     }
 }
 
+/// Empty this process's capability bounding set for every command it will fork (the
+/// spawner, before it makes any thread); see `fork::empty_bounding_set`.
+pub(super) fn empty_bounding_set() -> bool {
+    fork::empty_bounding_set(cap_last_cap())
+}
+
 /// The highest capability number this kernel knows, read once per process.
 fn cap_last_cap() -> u32 {
     static LAST: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
