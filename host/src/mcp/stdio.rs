@@ -203,6 +203,15 @@ fn parse(line: &[u8]) -> Line {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Line::Skip;
     }
+    // A well-formed message (always an object) is read straight into its type, without a
+    // `Value` built first; anything else (a batch, a bad line) takes the path below, which
+    // says what is wrong with it.
+    let object = line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    if object {
+        if let Ok(m) = serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line) {
+            return Line::Message(Box::new(m));
+        }
+    }
     let value: Value = match serde_json::from_slice(line) {
         Ok(v) => v,
         Err(e) => return Line::Bad(Value::Null, -32700, format!("Parse error: {e}")),

@@ -104,3 +104,39 @@ fn bad_lines_are_told_apart() {
     ));
     assert!(matches!(parse(b" \r\n"), Line::Skip));
 }
+
+/// The direct read and the read through `Value` give the same message, and what only the
+/// second judges (a batch, duplicate keys) still reaches it.
+#[test]
+fn a_message_read_directly_is_the_one_read_through_a_value() {
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":{"path":"a.txt","offset":2}}}"#,
+        r#" {"jsonrpc":"2.0","id":"x","method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"result":{}}"#,
+        // Duplicate keys: the direct read refuses them, the `Value` keeps the last.
+        r#"{"jsonrpc":"2.0","id":4,"method":"ping","id":5}"#,
+    ];
+    for line in lines {
+        let Line::Message(direct) = parse(line.as_bytes()) else {
+            panic!("{line} was not read");
+        };
+        let through: RxJsonRpcMessage<RoleServer> =
+            serde_json::from_value(serde_json::from_str::<Value>(line).unwrap()).unwrap();
+        assert_eq!(
+            serde_json::to_value(&*direct).unwrap(),
+            serde_json::to_value(&through).unwrap(),
+            "{line}"
+        );
+    }
+    // Arrays (a batch, or a message's fields by position) are not messages.
+    for line in [
+        r#"["2.0", 7, {"method": "ping"}]"#,
+        r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
+    ] {
+        assert!(
+            matches!(parse(line.as_bytes()), Line::Bad(_, -32600, _)),
+            "{line}"
+        );
+    }
+}
