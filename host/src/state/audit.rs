@@ -74,7 +74,8 @@ impl StateDb {
         };
         // The call's read records go in the same message (see `StateDb::record_read`).
         let reads = self.take_unsent_reads();
-        let (call, reads) = match self.writer.send(AuditMsg::Call(call, reads), false) {
+        let at_once = !reads.is_empty() && self.reads_at_once();
+        let (call, reads) = match self.writer.send(AuditMsg::Call(call, reads), at_once) {
             Ok(()) => return Ok(()),
             Err(AuditMsg::Call(call, reads)) => (call, reads),
             Err(_) => return Ok(()),

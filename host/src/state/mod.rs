@@ -89,6 +89,9 @@ pub struct StateDb {
     /// Read records not yet sent to the writer: they go with the call's audit events (one
     /// message, one transaction), or with the next flush, or when the database closes.
     unsent_reads: Mutex<Vec<read_rows::ReadRow>>,
+    /// Other processes may need this process's read records soon (see
+    /// [`StateDb::share_reads_at_once`]).
+    reads_at_once: std::sync::atomic::AtomicBool,
     /// Signs and verifies session grants (a shipped `state.db` grants nothing).
     grant_signer: session_grants::Signer,
 }
@@ -155,6 +158,7 @@ impl StateDb {
             writer_thread: Mutex::new(Some(handle)),
             pending_reads,
             unsent_reads: Mutex::new(Vec::new()),
+            reads_at_once: std::sync::atomic::AtomicBool::new(false),
             grant_signer: Default::default(),
         })
     }

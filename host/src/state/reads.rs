@@ -191,6 +191,20 @@ impl StateDb {
         Ok(())
     }
 
+    /// Send this process's read records to the audit writer as each call ends, without the
+    /// writer's linger: for a server whose conversations may continue on another process
+    /// serving the same workspace (stateless HTTP), which knows a read only once it is in the
+    /// database.
+    pub fn share_reads_at_once(&self) {
+        self.reads_at_once
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub(super) fn reads_at_once(&self) -> bool {
+        self.reads_at_once
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The read records not yet sent, taken.
     pub(super) fn take_unsent_reads(&self) -> Vec<ReadRow> {
         std::mem::take(&mut *self.unsent_reads.lock().unwrap_or_else(|p| p.into_inner()))
