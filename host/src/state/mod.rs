@@ -98,7 +98,7 @@ pub struct StateDb {
 
 impl Drop for StateDb {
     fn drop(&mut self) {
-        // Nothing audited is lost at exit: send what waits, close the channel and wait for the
+        // Nothing audited is lost at exit: send what waits, close the queue and wait for the
         // writer to drain.
         self.send_unsent_reads();
         self.writer.close();
