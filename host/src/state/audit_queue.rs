@@ -4,18 +4,18 @@
 //!
 //! With a plain channel every call woke the writer (a futex wake of a sleeping thread on the
 //! call's own path) and paid one transaction. Here a stream of calls costs one wake-up and one
-//! commit per `LINGER`: measured on the 2-core VM, an in-process `read` 70-105 → ~52 µs, the
-//! writer's CPU per call 104 → 54 µs, and the HTTP load run +7-11% calls/s. The linger is kept
-//! short because a longer one writes a bigger batch at once, and a call that runs beside it
-//! waits longer (a single stdio connection's p99 went 650 → 870 µs at 2 ms, ~1150 µs at 5 ms).
-//! A flush, a full queue or closing the queue ends the linger at once, so nothing that waits
-//! for the audit waits longer.
+//! commit per `LINGER`: measured on the 2-core VM, an in-process `read` ~66-105 → ~45-57 µs,
+//! the writer's CPU per call roughly halved, the HTTP load run +5-8% calls/s. The linger is
+//! kept short because a longer one writes a bigger batch at once, and a call that runs beside
+//! it waits longer (a single stdio connection's p99 went ~650 → ~870 µs at 2 ms and ~1150 µs
+//! at 5 ms). A flush, a full queue or closing the queue ends the linger at once, so nothing
+//! that waits for the audit waits longer.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// How long a woken writer waits for more before writing.
-pub(super) const LINGER: Duration = Duration::from_millis(2);
+pub(super) const LINGER: Duration = Duration::from_millis(1);
 
 /// A queue this long is written at once (memory stays bounded under any load).
 const FULL: usize = 1024;
