@@ -72,8 +72,10 @@ impl<T> Sender<T> {
             return Err(item);
         }
         q.items.push(item);
+        let was_urgent = q.urgent;
         q.urgent |= urgent || q.items.len() >= FULL;
-        let wake = q.idle || q.urgent;
+        // A lingering writer is told once that it should stop lingering.
+        let wake = q.idle || (q.urgent && !was_urgent);
         q.idle = false;
         drop(q);
         if wake {
