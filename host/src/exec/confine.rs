@@ -331,10 +331,10 @@ pub fn apply(
 }
 
 /// In the spawner, before it makes any thread: empty its capability bounding set, which every
-/// command it forks inherits (so a command need not drop each capability itself). `false`
-/// when it may not (each command then drops its own, as before).
+/// command it forks inherits (so a command need not drop each capability itself). When it
+/// may not, each command drops its own, as before.
 #[cfg(target_os = "linux")]
-pub fn empty_bounding_set() -> bool {
+pub fn empty_bounding_set() {
     linux::empty_bounding_set()
 }
 

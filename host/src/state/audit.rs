@@ -354,8 +354,8 @@ const BATCH: usize = 512;
 
 /// Start the writer thread for the database at `path`. It owns its own connection and ends
 /// when the queue is closed, after writing what it was sent. Calls do not wake it one by one
-/// (see `super::audit_queue`): it writes what a few milliseconds of calls sent, in one
-/// transaction.
+/// (see `super::audit_queue`): it writes what arrived within `LINGER` of
+/// waking, in one transaction.
 pub(crate) fn start_writer(
     path: &Path,
     pending_reads: super::read_rows::PendingReads,

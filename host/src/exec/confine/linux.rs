@@ -92,7 +92,7 @@ pub(super) fn probe() -> Probe {
 
 /// Empty this process's capability bounding set for every command it will fork (the
 /// spawner, before it makes any thread); see `fork::empty_bounding_set`.
-pub(super) fn empty_bounding_set() -> bool {
+pub(super) fn empty_bounding_set() {
     fork::empty_bounding_set(cap_last_cap())
 }
 

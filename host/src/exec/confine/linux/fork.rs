@@ -15,9 +15,9 @@ static BOUNDING_SET_EMPTY: std::sync::atomic::AtomicBool =
 /// Empty the calling thread's capability bounding set and check that it is empty. Called by
 /// the spawner before it makes any thread, so the commands it forks need not drop each
 /// capability themselves (one `prctl` per capability, ~70 µs a command). The process keeps
-/// its effective capabilities (it still makes the commands' namespaces and mounts). `false`
-/// (nothing changed for the commands: each still drops its own) when the process may not.
-pub(super) fn empty_bounding_set(last_cap: u32) -> bool {
+/// its effective capabilities (it still makes the commands' namespaces and mounts). When the
+/// process may not, nothing changes for the commands: each still drops its own.
+pub(super) fn empty_bounding_set(last_cap: u32) {
     // SAFETY: prctl with integer arguments only.
     #[allow(unsafe_code)]
     let emptied = unsafe {
@@ -29,7 +29,6 @@ pub(super) fn empty_bounding_set(last_cap: u32) -> bool {
             .all(|cap| libc::prctl(libc::PR_CAPBSET_READ, libc::c_ulong::from(cap), 0, 0, 0) == 0)
     };
     BOUNDING_SET_EMPTY.store(emptied, std::sync::atomic::Ordering::Relaxed);
-    emptied
 }
 
 /// Drop every capability from every set and lock root out of getting them back on exec.
