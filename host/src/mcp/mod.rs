@@ -55,6 +55,7 @@ pub mod mrtr;
 mod private_file;
 mod render;
 mod stdio;
+mod stdio_calls;
 mod stdio_fd;
 mod token;
 
@@ -82,8 +83,9 @@ pub async fn serve_stdio(gate: Arc<Gate>) -> anyhow::Result<()> {
     use rmcp::ServiceExt;
     let server = McpConnection::with_state_key(gate, StateKey::process()?);
     let (stdin, stdout) = stdio_fd::stdio();
+    let transport = stdio::LineTransport::new(stdin, stdout).with_calls(server.clone());
     let running = server
-        .serve(stdio::LineTransport::new(stdin, stdout))
+        .serve(transport)
         .await
         .map_err(|e| anyhow::anyhow!("MCP handshake failed: {e}"))?;
     running.waiting().await?;
@@ -107,6 +109,8 @@ struct Inner {
     /// Whether the connection's own session was used (a stateless HTTP request's connection
     /// never uses it, and has nothing to forget).
     used: AtomicBool,
+    /// The client, once it said it is initialized.
+    peer: std::sync::OnceLock<Peer<RoleServer>>,
 }
 
 impl Drop for Inner {
@@ -152,6 +156,7 @@ impl McpConnection {
                 watcher: Mutex::new(None),
                 state_key: key,
                 used: AtomicBool::new(false),
+                peer: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -172,6 +177,11 @@ impl McpConnection {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
             .unwrap_or_else(|| self.own_session())
+    }
+
+    /// The client, once it sent `notifications/initialized`.
+    fn initialized_peer(&self) -> Option<Peer<RoleServer>> {
+        self.inner.peer.get().cloned()
     }
 
     /// This connection's session name.
@@ -260,6 +270,7 @@ impl ServerHandler for McpConnection {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.inner.used.store(true, Ordering::Relaxed);
+        let _ = self.inner.peer.set(context.peer.clone());
         self.note_listed(self.visible_names());
         self.start_watcher(context.peer.clone());
     }

@@ -2,7 +2,11 @@
 //! (rmcp's own drops unparsable and oversized lines silently, so their ids never get an
 //! answer). Answers to bad lines go through the same writer as rmcp's messages, one whole line
 //! at a time, so the two never interleave.
+//!
+//! Once the connection is initialized, `tools/call` requests are run by the transport itself
+//! ([`stdio_calls`](super::stdio_calls)), beside rmcp's loop, which still serves everything else.
 
+use super::stdio_calls::{Calls, Taken, Write};
 use rmcp::model::{ClientNotification, JsonRpcMessage, NumberOrString, RequestId};
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -21,6 +25,10 @@ const ID_PREFIX: usize = 8 * 1024;
 
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
+/// How long calls still running when stdin ends may take to answer before they are cancelled
+/// (rmcp's own drain time for its handlers).
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub struct LineTransport<R, W> {
     read: BufReader<R>,
     /// The line read so far (kept across cancelled `receive` calls).
@@ -28,9 +36,11 @@ pub struct LineTransport<R, W> {
     /// Skipping the rest of an oversized line (already answered).
     discarding: bool,
     write: Arc<Mutex<W>>,
-    /// Answers to bad lines still being written.
+    /// Answers to bad lines still being written, and calls run here still running.
     answering: Vec<JoinHandle<()>>,
     ids: Ids,
+    /// The calls this transport runs itself (none: rmcp runs every request).
+    calls: Option<Calls>,
 }
 
 /// The client's request ids, each replaced inside by one of our own (`toolgate-<n>`, never
@@ -118,7 +128,24 @@ where
             write: Arc::new(Mutex::new(write)),
             answering: Vec::new(),
             ids: Ids::default(),
+            calls: None,
         }
+    }
+
+    /// Run `conn`'s `tools/call` requests here once it is initialized.
+    pub fn with_calls(mut self, conn: super::McpConnection) -> Self {
+        let write = self.write.clone();
+        // Each answer one whole line, through the lock rmcp's answers take.
+        let writer: Write = Arc::new(move |bytes: Vec<u8>| {
+            let write = write.clone();
+            Box::pin(async move {
+                if let Err(e) = write_line(&write, &bytes).await {
+                    tracing::error!(error = %e, "writing an answer to stdout failed");
+                }
+            })
+        });
+        self.calls = Some(Calls::new(conn, writer));
+        self
     }
 
     /// Write an error answer for a bad line, in its own task so a cancelled `receive`
@@ -269,9 +296,17 @@ where
             match self.read_line().await {
                 Ok(true) => {}
                 Ok(false) => {
-                    // Let the answers to the last bad lines reach the client first.
-                    for h in std::mem::take(&mut self.answering) {
-                        let _ = h.await;
+                    // Let the answers to the last bad lines and calls reach the client first.
+                    let answering = std::mem::take(&mut self.answering);
+                    let all = async {
+                        for h in answering {
+                            let _ = h.await;
+                        }
+                    };
+                    if tokio::time::timeout(DRAIN, all).await.is_err() {
+                        if let Some(calls) = &self.calls {
+                            calls.cancel_all();
+                        }
                     }
                     return None;
                 }
@@ -284,7 +319,19 @@ where
             self.line.clear();
             match parsed {
                 Line::Message(m) => {
-                    if let Some(m) = self.ids.inbound(*m) {
+                    let m = match self.calls.as_mut() {
+                        None => *m,
+                        Some(calls) => match calls.take(*m) {
+                            Taken::Running(call) => {
+                                self.answering.retain(|h| !h.is_finished());
+                                self.answering.push(call);
+                                continue;
+                            }
+                            Taken::Done => continue,
+                            Taken::Pass(m) => *m,
+                        },
+                    };
+                    if let Some(m) = self.ids.inbound(m) {
                         return Some(m);
                     }
                 }
