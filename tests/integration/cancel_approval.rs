@@ -25,13 +25,7 @@ struct Raw {
 
 impl Raw {
     fn start(ws: &Ws) -> Self {
-        let mut child = toolgate_command(ws)
-            .arg("serve")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = crate::raw_stdio::spawn_serve(ws, &[]);
         let stdin = child.stdin.take();
         let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
         let (tx, lines) = mpsc::channel();

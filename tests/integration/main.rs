@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod raw_stdio;
 
 mod attacks;
 mod cli;

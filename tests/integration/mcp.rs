@@ -2,6 +2,7 @@
 //! over streamable HTTP on loopback, and in-process for the list-changed notification.
 
 use crate::common::*;
+use crate::raw_stdio::RawStdio;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, ElicitationCapability, Tool,
@@ -732,78 +733,10 @@ async fn background_jobs_end_with_their_connection() {
     }
 }
 
-/// A raw stdio server: its stdin, and a reader of its stdout lines.
-struct RawStdio {
-    child: std::process::Child,
-    stdin: Option<std::process::ChildStdin>,
-    stdout: std::io::BufReader<std::process::ChildStdout>,
-}
-
-impl RawStdio {
-    fn start(ws: &Ws) -> Self {
-        let mut child = std::process::Command::new(crate::common::toolgate_bin())
-            .env("TOOLGATE_CACHE_DIR", cache_dir())
-            .arg("--workspace")
-            .arg(ws.root())
-            .arg("serve")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take();
-        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-        let mut raw = RawStdio {
-            child,
-            stdin,
-            stdout,
-        };
-        raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#);
-        assert!(raw.answer_to(&json!(1)).get("result").is_some());
-        raw.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        raw
-    }
-
-    fn send(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(line.as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// The next message that is a response (has `result` or `error`), skipping notifications.
-    fn next_response(&mut self) -> Value {
-        loop {
-            let mut line = String::new();
-            let n = self.stdout.read_line(&mut line).unwrap();
-            assert!(n > 0, "the server closed stdout");
-            let v: Value = serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("the server wrote a non-JSON line ({e}): {line}"));
-            if v.get("result").is_some() || v.get("error").is_some() {
-                return v;
-            }
-        }
-    }
-
-    /// The response with `id`; any other response in between fails the test.
-    fn answer_to(&mut self, id: &Value) -> Value {
-        let v = self.next_response();
-        assert_eq!(&v["id"], id, "expected the answer to {id}, got {v}");
-        v
-    }
-}
-
-impl Drop for RawStdio {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn stdio_answers_a_malformed_line_with_a_parse_error_and_keeps_serving() {
     let ws = Ws::new();
-    let mut raw = RawStdio::start(&ws);
+    let mut raw = RawStdio::start(&ws, &[]);
     raw.send(r#"{"jsonrpc":"2.0","id":5,"method":"tools/list""#);
     let err = raw.answer_to(&Value::Null);
     assert_eq!(err["jsonrpc"], "2.0");
@@ -828,7 +761,7 @@ fn stdio_answers_a_malformed_line_with_a_parse_error_and_keeps_serving() {
 #[test]
 fn stdio_answers_an_oversized_line_with_an_error_carrying_its_id() {
     let ws = Ws::new();
-    let mut raw = RawStdio::start(&ws);
+    let mut raw = RawStdio::start(&ws, &[]);
     // 17 MiB, over the 16 MiB cap; the top-level id comes first, a nested "id" later.
     let huge = format!(
         r#"{{"jsonrpc":"2.0","id":"big-1","method":"tools/call","params":{{"name":"read","arguments":{{"id":3,"path":"{}"}}}}}}"#,

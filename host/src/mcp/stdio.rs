@@ -6,7 +6,8 @@
 //! Once the connection is initialized, `tools/call` requests are run by the transport itself
 //! ([`stdio_calls`](super::stdio_calls)), beside rmcp's loop, which still serves everything else.
 
-use super::stdio_calls::{Calls, Taken, Write};
+use super::stdio_calls::{Calls, Taken};
+use super::stdio_fd::{write_line, write_message};
 use rmcp::model::{ClientNotification, JsonRpcMessage, NumberOrString, RequestId};
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -40,7 +41,7 @@ pub struct LineTransport<R, W> {
     answering: Vec<JoinHandle<()>>,
     ids: Ids,
     /// The calls this transport runs itself (none: rmcp runs every request).
-    calls: Option<Calls>,
+    calls: Option<Calls<W>>,
 }
 
 /// The client's request ids, each replaced inside by one of our own (`toolgate-<n>`, never
@@ -134,17 +135,7 @@ where
 
     /// Run `conn`'s `tools/call` requests here once it is initialized.
     pub fn with_calls(mut self, conn: super::McpConnection) -> Self {
-        let write = self.write.clone();
-        // Each answer one whole line, through the lock rmcp's answers take.
-        let writer: Write = Arc::new(move |bytes: Vec<u8>| {
-            let write = write.clone();
-            Box::pin(async move {
-                if let Err(e) = write_line(&write, &bytes).await {
-                    tracing::error!(error = %e, "writing an answer to stdout failed");
-                }
-            })
-        });
-        self.calls = Some(Calls::new(conn, writer));
+        self.calls = Some(Calls::new(conn, self.write.clone()));
         self
     }
 
@@ -208,12 +199,6 @@ where
             }
         }
     }
-}
-
-async fn write_line<W: AsyncWrite + Unpin>(write: &Mutex<W>, bytes: &[u8]) -> std::io::Result<()> {
-    let mut w = write.lock().await;
-    w.write_all(bytes).await?;
-    w.flush().await
 }
 
 /// What a whole line is.
@@ -285,9 +270,7 @@ where
         let item = self.ids.outbound(item);
         async move {
             let Some(item) = item else { return Ok(()) };
-            let mut bytes = serde_json::to_vec(&item)?;
-            bytes.push(b'\n');
-            write_line(&write, &bytes).await
+            write_message(&write, &item).await
         }
     }
 

@@ -16,27 +16,28 @@
 //! - **Order at the end**: when stdin ends, the answers of calls still running are written
 //!   before the transport reports the end.
 
+use super::stdio_fd::write_message;
 use super::McpConnection;
 use rmcp::model::{
     ClientNotification, ClientRequest, GetExtensions as _, GetMeta as _, JsonRpcMessage, RequestId,
-    RequestMetaObject,
 };
-use rmcp::service::{RequestContext, RoleServer, RxJsonRpcMessage, Service as _, TxJsonRpcMessage};
+use rmcp::service::{RequestContext, RoleServer, RxJsonRpcMessage, Service as _};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use tokio::io::AsyncWrite;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
-/// Cancels one running call.
-type Cancel = Box<dyn Fn() + Send>;
+/// The client's id -> the call running under it (the latest with that id): its number and
+/// its cancellation.
+type Running = HashMap<RequestId, (u64, CancellationToken)>;
 
-/// The `tools/call` requests this transport runs itself.
-pub(super) struct Calls {
+/// The `tools/call` requests this transport runs itself, answered through `write`.
+pub(super) struct Calls<W> {
     conn: McpConnection,
-    /// The client's id -> the call running under it (the latest with that id): its number
-    /// and how to cancel it.
-    running: Arc<Mutex<HashMap<RequestId, (u64, Cancel)>>>,
+    running: Arc<Mutex<Running>>,
     next: u64,
-    write: Write,
+    write: Arc<tokio::sync::Mutex<W>>,
 }
 
 /// What [`Calls::take`] did with a message.
@@ -49,16 +50,9 @@ pub(super) enum Taken {
     Pass(Box<RxJsonRpcMessage<RoleServer>>),
 }
 
-/// Writes one whole answer line.
-pub(super) type Write = Arc<
-    dyn Fn(Vec<u8>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
-        + Send
-        + Sync,
->;
-
-impl Calls {
-    /// Calls of `conn`, answered through `write`.
-    pub(super) fn new(conn: McpConnection, write: Write) -> Self {
+impl<W: AsyncWrite + Send + Unpin + 'static> Calls<W> {
+    /// Calls of `conn`, answered through `write` (the lock rmcp's messages are written under).
+    pub(super) fn new(conn: McpConnection, write: Arc<tokio::sync::Mutex<W>>) -> Self {
         Calls {
             conn,
             running: Arc::default(),
@@ -69,13 +63,13 @@ impl Calls {
 
     /// Cancel every call still running (stdin ended and they did not finish in time).
     pub(super) fn cancel_all(&self) {
-        for (_, (_, cancel)) in self.lock().drain() {
-            cancel();
+        for (_, (_, ct)) in self.lock().drain() {
+            ct.cancel();
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, (u64, Cancel)>> {
-        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Running> {
+        lock(&self.running)
     }
 
     /// Run `m` if it is a `tools/call` of an initialized connection, carry out a cancellation
@@ -93,16 +87,12 @@ impl Calls {
                 };
                 let mut request = r.request;
                 let mut context = RequestContext::new(r.id.clone(), peer);
-                let mut meta = RequestMetaObject::default();
-                std::mem::swap(&mut meta, request.get_meta_mut());
-                std::mem::swap(&mut context.extensions, request.extensions_mut());
-                context.meta = meta;
+                context.meta = std::mem::take(request.get_meta_mut());
+                context.extensions = std::mem::take(request.extensions_mut());
                 self.next += 1;
                 let number = self.next;
                 let ct = context.ct.clone();
-                let cancelled = context.ct.clone();
-                self.lock()
-                    .insert(r.id.clone(), (number, Box::new(move || ct.cancel())));
+                self.lock().insert(r.id.clone(), (number, ct.clone()));
                 let conn = self.conn.clone();
                 let running = self.running.clone();
                 let write = self.write.clone();
@@ -110,33 +100,29 @@ impl Calls {
                 Taken::Running(tokio::spawn(async move {
                     let result = conn.handle_request(request, context).await;
                     {
-                        let mut running = running.lock().unwrap_or_else(|p| p.into_inner());
+                        let mut running = lock(&running);
                         if running.get(&id).is_some_and(|(n, _)| *n == number) {
                             running.remove(&id);
                         }
                     }
                     // A cancelled call is not answered (as on rmcp's path).
-                    if cancelled.is_cancelled() {
+                    if ct.is_cancelled() {
                         return;
                     }
-                    let answer: TxJsonRpcMessage<RoleServer> = match result {
+                    let answer = match result {
                         Ok(result) => JsonRpcMessage::response(result, id),
                         Err(error) => JsonRpcMessage::error(error, Some(id)),
                     };
-                    match serde_json::to_vec(&answer) {
-                        Ok(mut bytes) => {
-                            bytes.push(b'\n');
-                            write(bytes).await;
-                        }
-                        Err(e) => tracing::error!(error = %e, "an answer could not be written"),
+                    if let Err(e) = write_message(&write, &answer).await {
+                        tracing::error!(error = %e, "writing an answer to stdout failed");
                     }
                 }))
             }
             JsonRpcMessage::Notification(n) => {
                 if let ClientNotification::CancelledNotification(c) = &n.notification {
                     if let Some(id) = &c.params.request_id {
-                        if let Some((_, cancel)) = self.lock().remove(id) {
-                            cancel();
+                        if let Some((_, ct)) = self.lock().remove(id) {
+                            ct.cancel();
                             return Taken::Done;
                         }
                     }
@@ -146,4 +132,8 @@ impl Calls {
             other => Taken::Pass(Box::new(other)),
         }
     }
+}
+
+fn lock(running: &Mutex<Running>) -> std::sync::MutexGuard<'_, Running> {
+    running.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -7,14 +7,17 @@
 //! The descriptors are duplicated and made non-blocking; the flag belongs to the open file
 //! (shared with fd 0/1), so the original flags are put back when the transport is dropped.
 //! Anything that is not a pipe or a socket (a terminal, a file) keeps tokio's stdio.
+//! Lines are written whole under one lock ([`write_line`]), so messages never interleave.
 
+use rmcp::service::{RoleServer, TxJsonRpcMessage};
 use std::fs::File;
 use std::io::{self, Read as _, Write as _};
 use std::os::fd::{AsFd, OwnedFd};
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use tokio::io::unix::AsyncFd;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _, ReadBuf};
+use tokio::sync::Mutex;
 
 /// Stdin, readable by the runtime.
 pub type Reader = Box<dyn AsyncRead + Send + Unpin>;
@@ -121,6 +124,26 @@ impl AsyncWrite for Fd {
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
     }
+}
+
+/// Write `bytes` (whole lines) under the writer's lock, and flush.
+pub(super) async fn write_line<W: AsyncWrite + Unpin>(
+    write: &Mutex<W>,
+    bytes: &[u8],
+) -> std::io::Result<()> {
+    let mut w = write.lock().await;
+    w.write_all(bytes).await?;
+    w.flush().await
+}
+
+/// Write `message` as one line.
+pub(super) async fn write_message<W: AsyncWrite + Unpin>(
+    write: &Mutex<W>,
+    message: &TxJsonRpcMessage<RoleServer>,
+) -> std::io::Result<()> {
+    let mut bytes = serde_json::to_vec(message)?;
+    bytes.push(b'\n');
+    write_line(write, &bytes).await
 }
 
 #[cfg(test)]
