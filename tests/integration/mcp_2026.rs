@@ -401,6 +401,20 @@ fn http_2026_needs_no_session_and_a_conversation_spans_server_processes() {
     // Read through one process, edit through the other: the read record is the
     // conversation's, not a connection's. The approval asked by two is answered on one.
     ok(&c1.call(&one, "read", json!({"path": "notes.txt"}), json!({})));
+    // The read is in the database when its answer comes, not a moment later: a client may
+    // send the next request to the other process at once.
+    let db = rusqlite::Connection::open(ws.path(".toolgate/state.db")).unwrap();
+    let stored: i64 = db
+        .query_row(
+            "SELECT count(*) FROM reads WHERE path LIKE '%/notes.txt'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        stored, 1,
+        "the read's answer came before its record was stored"
+    );
     let args = json!({"path": "notes.txt", "old_string": "alpha", "new_string": "beta"});
     let state = c1.ask(&two, "edit", args.clone());
     ok(&c1.answer(&one, "edit", args, &state, "once"));

@@ -298,3 +298,33 @@ fn read_records_travel_with_the_audit_and_are_never_lost_at_close() {
     }
     assert_eq!(other.last_read("s", &b).unwrap(), Some(stamp_b));
 }
+
+/// A server whose conversations continue on other processes (stateless HTTP) shares a read
+/// before the call that made it answers: once `reads_shared` returns, another process sees
+/// the read, with no flush of its own and no waiting.
+#[tokio::test]
+async fn a_shared_read_is_committed_before_its_call_answers() {
+    use serde_json::json;
+    use toolgate::state::{FileStamp, StateDb};
+    let ws = Ws::new();
+    let db_path = ws.path("state.db");
+    let server = StateDb::open(&db_path).unwrap();
+    server.share_reads_at_once();
+    let other = StateDb::open(&db_path).unwrap();
+    for i in 0..50 {
+        let name = format!("f{i}.txt");
+        ws.write(&name, &format!("{i}\n"));
+        let file = ws.path(&name);
+        let (stamp, _) = FileStamp::of(&file).unwrap();
+        server.record_read("s", &file, &stamp).unwrap();
+        server
+            .audit(&format!("c{i}"), "s", "read", &[("completed", json!({}))])
+            .unwrap();
+        server.reads_shared("s").await;
+        assert_eq!(
+            other.last_read("s", &file).unwrap(),
+            Some(stamp),
+            "read {i} was answered before another process could see it"
+        );
+    }
+}

@@ -142,6 +142,9 @@ impl McpConnection {
                 &context,
             )
             .await;
+        // The conversation's next request may reach another process serving this workspace
+        // (stateless HTTP): what this call read is committed before it answers.
+        self.inner.gate.state().reads_shared(&session).await;
         let Some(question) = question else {
             return Ok(render(&observation).into());
         };

@@ -195,8 +195,8 @@ pub async fn serve_http(
         .with_json_response(true);
     let state_key = super::mrtr::StateKey::process()?;
     // A 2026-07-28 conversation's next request may land on another process serving this
-    // workspace, which knows a read only from the database: read records go to the audit
-    // writer at once instead of after the writer's linger.
+    // workspace, which knows a read only from the database: a call that read answers once
+    // its read record is committed, not after the writer's linger.
     gate.state().share_reads_at_once();
     // Sessions expire by our idle rule (which spares a session with a call in flight), not by
     // rmcp's keep-alive, which would end a session whose call runs long without messages.

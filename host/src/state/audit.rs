@@ -74,8 +74,7 @@ impl StateDb {
         };
         // The call's read records go in the same message (see `StateDb::record_read`).
         let reads = self.take_unsent_reads();
-        let at_once = !reads.is_empty() && self.reads_at_once();
-        let (call, reads) = match self.writer.send(AuditMsg::Call(call, reads), at_once) {
+        let (call, reads) = match self.writer.send(AuditMsg::Call(call, reads), false) {
             Ok(()) => return Ok(()),
             Err(AuditMsg::Call(call, reads)) => (call, reads),
             Err(_) => return Ok(()),
@@ -92,7 +91,11 @@ impl StateDb {
     pub fn flush_audit(&self) {
         self.send_unsent_reads();
         let (tx, rx) = mpsc::channel();
-        if self.writer.send(AuditMsg::Flush(tx), true).is_ok() {
+        if self
+            .writer
+            .send(AuditMsg::Flush(Reply::Wait(tx)), true)
+            .is_ok()
+        {
             let _ = rx.recv();
         }
     }
@@ -346,7 +349,15 @@ pub(crate) enum AuditMsg {
     /// Read records to store (see `StateDb::record_read`).
     Reads(Vec<super::read_rows::ReadRow>),
     /// Reply once everything before this is written.
-    Flush(mpsc::Sender<()>),
+    Flush(Reply),
+}
+
+/// How the writer tells a flush that everything before it is written.
+pub(crate) enum Reply {
+    /// A thread blocked on the receiver.
+    Wait(mpsc::Sender<()>),
+    /// A task awaiting the receiver.
+    Notify(tokio::sync::oneshot::Sender<()>),
 }
 
 /// Most rows written in one transaction.
@@ -403,7 +414,10 @@ pub(crate) fn start_writer(
                 }
                 write_batch(&mut conn, &rows, &reads, &pending_reads);
                 for reply in flushes {
-                    let _ = reply.send(());
+                    match reply {
+                        Reply::Wait(tx) => drop(tx.send(())),
+                        Reply::Notify(tx) => drop(tx.send(())),
+                    }
                 }
             }
             // The database is closing (the process is done with it): what was exported over

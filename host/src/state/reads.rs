@@ -191,18 +191,35 @@ impl StateDb {
         Ok(())
     }
 
-    /// Send this process's read records to the audit writer as each call ends, without the
-    /// writer's linger: for a server whose conversations may continue on another process
-    /// serving the same workspace (stateless HTTP), which knows a read only once it is in the
-    /// database.
+    /// Make [`StateDb::reads_shared`] wait for commits: for a server whose conversations may
+    /// continue on another process serving the same workspace (stateless HTTP), which knows a
+    /// read only once it is in the database.
     pub fn share_reads_at_once(&self) {
         self.reads_at_once
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    pub(super) fn reads_at_once(&self) -> bool {
-        self.reads_at_once
+    /// Wait until `session`'s read records are committed, when this process shares them (see
+    /// [`StateDb::share_reads_at_once`]), ending the writer's linger: a call that read answers
+    /// only once another process serving the conversation's next request can see the read.
+    /// Returns at once otherwise, or when the session has no read waiting for its commit.
+    pub async fn reads_shared(&self, session: &str) {
+        if !self
+            .reads_at_once
             .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return;
+        }
+        let waiting = self.pending_reads.lock().keys().any(|(s, _)| s == session);
+        if !waiting {
+            return;
+        }
+        self.send_unsent_reads();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let flush = super::audit::AuditMsg::Flush(super::audit::Reply::Notify(tx));
+        if self.writer.send(flush, true).is_ok() {
+            let _ = rx.await;
+        }
     }
 
     /// The read records not yet sent, taken.
