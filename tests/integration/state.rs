@@ -313,7 +313,7 @@ async fn a_shared_read_is_committed_before_its_call_answers() {
     let other = StateDb::open(&db_path).unwrap();
     for i in 0..50 {
         let name = format!("f{i}.txt");
-        ws.write(&name, &format!("{i}\n"));
+        ws.write(&name, format!("{i}\n"));
         let file = ws.path(&name);
         let (stamp, _) = FileStamp::of(&file).unwrap();
         server.record_read("s", &file, &stamp).unwrap();
