@@ -87,6 +87,9 @@ pub struct Gate {
     credentials: crate::sandbox::net::creds::Credentials,
     /// The workspace's language servers (the `lsp_*` tools).
     lsp: Arc<crate::exec::lsp::LspHost>,
+    /// Scans (`grep`, `glob`, `ls`) run their guest on a thread of their own
+    /// ([`Gate::run_scans_apart`]).
+    scans_apart: std::sync::atomic::AtomicBool,
 }
 
 impl Gate {

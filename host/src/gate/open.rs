@@ -200,7 +200,16 @@ impl Gate {
             exec_host,
             credentials,
             lsp,
+            scans_apart: Default::default(),
         })
+    }
+
+    /// Run the guests of scans (`grep`, `glob`, `ls`) on a thread of their own, so quick
+    /// calls never wait behind one on a runtime worker: for a server with many calls in
+    /// flight (see `crate::sandbox::bulk`).
+    pub fn run_scans_apart(&self) {
+        self.scans_apart
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The exec capability's host side (background jobs, confinement).

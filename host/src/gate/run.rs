@@ -193,14 +193,34 @@ impl Gate {
             denied_globs: self.denied_globs.clone(),
         };
         let input = p.input.to_string();
-        let call =
-            self.sandbox
-                .call_report(&p.tool.loaded, &caps, &limits, &input, &context, cancel);
         let report = match call_net.as_mut() {
-            None => call.await,
+            None if self.is_scan_apart(&p.tool) => {
+                let call = self.sandbox.call_report_owned(
+                    p.tool.loaded.clone(),
+                    &caps,
+                    limits.clone(),
+                    input.clone(),
+                    context.clone(),
+                    cancel,
+                );
+                crate::sandbox::bulk::run(call, cancel).await
+            }
+            None => {
+                self.sandbox
+                    .call_report(&p.tool.loaded, &caps, &limits, &input, &context, cancel)
+                    .await
+            }
             // While the command runs, its proxy's questions are answered here (by the ladder
             // for `net:<host>`), one at a time.
             Some(net) => {
+                let call = self.sandbox.call_report(
+                    &p.tool.loaded,
+                    &caps,
+                    &limits,
+                    &input,
+                    &context,
+                    cancel,
+                );
                 tokio::pin!(call);
                 let command = p.exec.as_ref().map(|a| a.text.as_str()).unwrap_or("");
                 loop {
@@ -465,6 +485,12 @@ impl Gate {
             credentials: self.credentials.clone(),
             leaks: Default::default(),
         }
+    }
+
+    /// Whether `tool` is a scan that runs on the scans' thread (see [`Gate::run_scans_apart`]).
+    fn is_scan_apart(&self, tool: &crate::tools::registry::RegisteredTool) -> bool {
+        self.scans_apart.load(std::sync::atomic::Ordering::Relaxed)
+            && tool.info.builtin_kind().is_some_and(|b| b.is_scan())
     }
 
     fn ok_observation(

@@ -84,6 +84,7 @@ const LIST_WATCH_INTERVAL: Duration = Duration::from_millis(500);
 /// Serve MCP on stdin/stdout until the client closes the connection.
 pub async fn serve_stdio(gate: Arc<Gate>) -> anyhow::Result<()> {
     use rmcp::ServiceExt;
+    gate.run_scans_apart();
     let server = McpConnection::with_state_key(gate, StateKey::process()?);
     let (stdin, stdout) = stdio_fd::stdio();
     let transport = stdio::LineTransport::new(stdin, stdout).with_calls(server.clone());

@@ -2,6 +2,7 @@
 //! call whose WASI context holds exactly the capabilities the gate granted.
 
 mod bindings;
+pub(crate) mod bulk;
 mod cache;
 mod fsguard;
 mod fstrace;
@@ -324,15 +325,46 @@ impl Sandbox {
         context: &wit::CallContext,
         cancel: &CancelToken,
     ) -> CallReport {
-        let mut store = match self.store(caps, limits, cancel.clone()) {
-            Ok(store) => store,
-            Err(e) => {
-                return CallReport {
-                    result: Err(e),
-                    net_refusals: Vec::new(),
-                }
+        match self.call_store(caps, limits, cancel) {
+            Ok(mut store) => {
+                let result = run_call(&mut store, loaded, limits, input, context).await;
+                report(&store, result)
             }
-        };
+            Err(e) => report_err(e),
+        }
+    }
+
+    /// [`Sandbox::call_report`] as a future that owns what it needs, so it can run on
+    /// another runtime (see [`bulk`]). The store is made here, on the caller's task.
+    pub(crate) fn call_report_owned(
+        &self,
+        loaded: Loaded,
+        caps: &Capabilities,
+        limits: Limits,
+        input: String,
+        context: wit::CallContext,
+        cancel: &CancelToken,
+    ) -> impl std::future::Future<Output = CallReport> + Send + 'static {
+        let store = self.call_store(caps, &limits, cancel);
+        async move {
+            match store {
+                Ok(mut store) => {
+                    let result = run_call(&mut store, &loaded, &limits, &input, &context).await;
+                    report(&store, result)
+                }
+                Err(e) => report_err(e),
+            }
+        }
+    }
+
+    /// A call's store, with the call's trace (if one is being taken) attached.
+    fn call_store(
+        &self,
+        caps: &Capabilities,
+        limits: &Limits,
+        cancel: &CancelToken,
+    ) -> Result<Store<CallState>> {
+        let mut store = self.store(caps, limits, cancel.clone())?;
         if let Some(t) = trace::current() {
             let mounts = caps
                 .preopens
@@ -342,11 +374,7 @@ impl Sandbox {
             (store.data_mut().fsguard.trace, store.data_mut().net.trace) =
                 (Some(t.clone()), Some(t));
         }
-        let result = run_call(&mut store, loaded, limits, input, context).await;
-        CallReport {
-            result,
-            net_refusals: store.data().net.refusals(),
-        }
+        Ok(store)
     }
 
     fn store(
@@ -415,6 +443,22 @@ impl Sandbox {
 
 /// Instantiate `loaded` in `store` and run its `call`: what the guest returned, within
 /// `limits`.
+/// What a call that ran in `store` returned, with what the host refused.
+fn report(store: &Store<CallState>, result: Result<GuestResult>) -> CallReport {
+    CallReport {
+        result,
+        net_refusals: store.data().net.refusals(),
+    }
+}
+
+/// A call that never got a store.
+fn report_err(e: Error) -> CallReport {
+    CallReport {
+        result: Err(e),
+        net_refusals: Vec::new(),
+    }
+}
+
 async fn run_call(
     store: &mut Store<CallState>,
     loaded: &Loaded,

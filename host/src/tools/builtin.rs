@@ -53,6 +53,12 @@ impl Builtin {
     pub const fn is_lsp_write(self) -> bool {
         matches!(self, Builtin::LspRename | Builtin::LspReplaceSymbol)
     }
+
+    /// The tools whose cost grows with the workspace (they walk it): a server runs them
+    /// apart from quick calls (see `crate::sandbox::bulk`).
+    pub const fn is_scan(self) -> bool {
+        matches!(self, Builtin::Grep | Builtin::Glob | Builtin::Ls)
+    }
 }
 
 impl std::fmt::Display for Builtin {
