@@ -11,7 +11,8 @@
 //! sessions (2025-11-25: `initialize`, the `Mcp-Session-Id` header, `notifications/initialized`)
 //! and then, for `--duration` seconds, keeps `--inflight` calls in flight, each worker on its
 //! own keep-alive connection, going round its share of the sessions with `read` (4 of 5 calls)
-//! and `grep` (1 of 5). It prints throughput, p50/p99 per tool, every error by kind and the
+//! and `grep` (1 of 5; `--grep-every N` for 1 of N, 0 for reads only), each worker starting
+//! at another point of that cycle. It prints throughput, p50/p99 per tool, every error by kind and the
 //! server's peak RSS (`VmHWM` in /proc/PID/status), then stops the server it started.
 //! Loopback only; bounded in time; it stops by itself.
 
@@ -35,11 +36,13 @@ struct Args {
     /// Diagnostic: the client sets TCP_QUICKACK after every read, so a server answer written in
     /// two segments without TCP_NODELAY is not held for the client's delayed ACK (~40 ms).
     quickack: bool,
+    /// Every how many calls one is a `grep` (0: only reads).
+    grep_every: u64,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: load [--duration SECS] [--sessions N] [--inflight N] [--bin PATH] [--quickack]"
+        "usage: load [--duration SECS] [--sessions N] [--inflight N] [--bin PATH] [--quickack] [--grep-every N]"
     );
     std::process::exit(2)
 }
@@ -58,6 +61,7 @@ fn args() -> Args {
         inflight: 100,
         bin: default_bin,
         quickack: false,
+        grep_every: 5,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -70,6 +74,7 @@ fn args() -> Args {
             "--inflight" => a.inflight = value().parse().unwrap_or_else(|_| usage()),
             "--bin" => a.bin = PathBuf::from(value()),
             "--quickack" => a.quickack = true,
+            "--grep-every" => a.grep_every = value().parse().unwrap_or_else(|_| usage()),
             _ => usage(),
         }
     }
@@ -485,13 +490,16 @@ async fn main() {
             let mut lat: BTreeMap<&'static str, Vec<u32>> = BTreeMap::new();
             while !sessions.is_empty() && Instant::now() < deadline {
                 let session = sessions[(n as usize) % sessions.len()];
-                let (tool, args) = if n % 5 == 4 {
-                    ("grep", json!({"pattern": "fox 1[0-9]", "path": "src"}))
-                } else {
-                    let d = (n as usize + w) % 10;
-                    let f = (n as usize / 10 + w) % 30;
-                    ("read", json!({"path": format!("src/d{d}/f{f}.txt")}))
-                };
+                // Each worker starts at another point of its cycle, so the mix holds from the
+                // first call on (not every worker reading at once, then every one in a grep).
+                let (tool, args) =
+                    if a.grep_every > 0 && (n + w as u64).is_multiple_of(a.grep_every) {
+                        ("grep", json!({"pattern": "fox 1[0-9]", "path": "src"}))
+                    } else {
+                        let d = (n as usize + w) % 10;
+                        let f = (n as usize / 10 + w) % 30;
+                        ("read", json!({"path": format!("src/d{d}/f{f}.txt")}))
+                    };
                 let body = json!({"jsonrpc": "2.0", "id": n + 1, "method": "tools/call",
                     "params": {"name": tool, "arguments": args}});
                 let t = Instant::now();
