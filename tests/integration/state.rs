@@ -320,11 +320,41 @@ async fn a_shared_read_is_committed_before_its_call_answers() {
         server
             .audit(&format!("c{i}"), "s", "read", &[("completed", json!({}))])
             .unwrap();
-        server.reads_shared("s").await;
+        server.reads_shared("s");
         assert_eq!(
             other.last_read("s", &file).unwrap(),
             Some(stamp),
             "read {i} was answered before another process could see it"
         );
     }
+}
+
+/// The sharing server's read is stored twice (at once, then with its call's audit batch); the
+/// second copy comes after another process stored a newer read of the same file in the same
+/// conversation, and must not take that newer read's place.
+#[tokio::test]
+async fn a_late_copy_of_a_read_never_replaces_a_newer_one() {
+    use toolgate::state::{FileStamp, StateDb};
+    let ws = Ws::new();
+    ws.write("a.txt", "one\n");
+    let db_path = ws.path("state.db");
+    let server = StateDb::open(&db_path).unwrap();
+    server.share_reads_at_once();
+    let other = StateDb::open(&db_path).unwrap();
+    let file = ws.path("a.txt");
+    let (first, _) = FileStamp::of(&file).unwrap();
+    server.record_read("s", &file, &first).unwrap();
+    server.reads_shared("s");
+    assert_eq!(other.last_read("s", &file).unwrap(), Some(first));
+
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    ws.write("a.txt", "two, longer\n");
+    let (second, _) = FileStamp::of(&file).unwrap();
+    other.record_read("s", &file, &second).unwrap();
+    other.flush_audit();
+    // The server's writer now stores its own (older) copy of the first read.
+    server.flush_audit();
+    let fresh = StateDb::open(&db_path).unwrap();
+    assert_eq!(fresh.last_read("s", &file).unwrap(), Some(second.clone()));
+    assert_eq!(server.last_read("s", &file).unwrap(), Some(second));
 }

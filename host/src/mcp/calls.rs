@@ -144,7 +144,7 @@ impl McpConnection {
             .await;
         // The conversation's next request may reach another process serving this workspace
         // (stateless HTTP): what this call read is committed before it answers.
-        self.inner.gate.state().reads_shared(&session).await;
+        self.inner.gate.state().reads_shared(&session);
         let Some(question) = question else {
             return Ok(render(&observation).into());
         };

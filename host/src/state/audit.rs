@@ -91,11 +91,7 @@ impl StateDb {
     pub fn flush_audit(&self) {
         self.send_unsent_reads();
         let (tx, rx) = mpsc::channel();
-        if self
-            .writer
-            .send(AuditMsg::Flush(Reply::Wait(tx)), true)
-            .is_ok()
-        {
+        if self.writer.send(AuditMsg::Flush(tx), true).is_ok() {
             let _ = rx.recv();
         }
     }
@@ -349,15 +345,7 @@ pub(crate) enum AuditMsg {
     /// Read records to store (see `StateDb::record_read`).
     Reads(Vec<super::read_rows::ReadRow>),
     /// Reply once everything before this is written.
-    Flush(Reply),
-}
-
-/// How the writer tells a flush that everything before it is written.
-pub(crate) enum Reply {
-    /// A thread blocked on the receiver.
-    Wait(mpsc::Sender<()>),
-    /// A task awaiting the receiver.
-    Notify(tokio::sync::oneshot::Sender<()>),
+    Flush(mpsc::Sender<()>),
 }
 
 /// Most rows written in one transaction.
@@ -414,10 +402,7 @@ pub(crate) fn start_writer(
                 }
                 write_batch(&mut conn, &rows, &reads, &pending_reads);
                 for reply in flushes {
-                    match reply {
-                        Reply::Wait(tx) => drop(tx.send(())),
-                        Reply::Notify(tx) => drop(tx.send(())),
-                    }
+                    let _ = reply.send(());
                 }
             }
             // The database is closing (the process is done with it): what was exported over

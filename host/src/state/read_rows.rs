@@ -45,7 +45,9 @@ pub(crate) fn write_reads(
     tx.commit()
 }
 
-/// Insert (or update) read records inside `tx`.
+/// Insert (or update) read records inside `tx`. A record never replaces a later one: the
+/// same read may be written twice (at once by a sharing server, then with its call's audit
+/// batch), and another process may have stored a newer read in between.
 pub(crate) fn insert_reads(
     tx: &rusqlite::Transaction<'_>,
     rows: &[ReadRow],
@@ -55,7 +57,8 @@ pub(crate) fn insert_reads(
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)
          ON CONFLICT (session, path) DO UPDATE SET
            mtime_ns = excluded.mtime_ns, size = excluded.size,
-           sha256 = excluded.sha256, at_ms = excluded.at_ms",
+           sha256 = excluded.sha256, at_ms = excluded.at_ms
+         WHERE excluded.at_ms >= reads.at_ms",
     )?;
     for r in rows {
         stmt.execute(rusqlite::params![

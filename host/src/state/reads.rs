@@ -199,26 +199,35 @@ impl StateDb {
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Wait until `session`'s read records are committed, when this process shares them (see
-    /// [`StateDb::share_reads_at_once`]), ending the writer's linger: a call that read answers
-    /// only once another process serving the conversation's next request can see the read.
-    /// Returns at once otherwise, or when the session has no read waiting for its commit.
-    pub async fn reads_shared(&self, session: &str) {
+    /// Commit `session`'s read records that are not yet in the database, here and now, when
+    /// this process shares them (see [`StateDb::share_reads_at_once`]): a call that read
+    /// answers only once another process serving the conversation's next request can see
+    /// the read. Written on the caller's connection, which never checkpoints, so the answer
+    /// does not wait for the writer's batch or a checkpoint's fsync; the writer's later copy
+    /// of the same read is older and changes nothing (see `read_rows::insert_reads`).
+    /// Does nothing otherwise, or when the session has no read waiting.
+    pub fn reads_shared(&self, session: &str) {
         if !self
             .reads_at_once
             .load(std::sync::atomic::Ordering::Relaxed)
         {
             return;
         }
-        let waiting = self.pending_reads.lock().keys().any(|(s, _)| s == session);
-        if !waiting {
-            return;
-        }
-        self.send_unsent_reads();
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let flush = super::audit::AuditMsg::Flush(super::audit::Reply::Notify(tx));
-        if self.writer.send(flush, true).is_ok() {
-            let _ = rx.await;
+        let at_ms = now_ms();
+        let rows: Vec<ReadRow> = self
+            .pending_reads
+            .lock()
+            .iter()
+            .filter(|((s, _), _)| s == session)
+            .map(|((s, path), stamp)| ReadRow {
+                session: s.clone(),
+                path: path.clone(),
+                stamp: stamp.clone(),
+                at_ms,
+            })
+            .collect();
+        if !rows.is_empty() {
+            self.write_reads_here(&rows);
         }
     }
 
