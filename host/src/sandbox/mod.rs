@@ -441,8 +441,6 @@ impl Sandbox {
     }
 }
 
-/// Instantiate `loaded` in `store` and run its `call`: what the guest returned, within
-/// `limits`.
 /// What a call that ran in `store` returned, with what the host refused.
 fn report(store: &Store<CallState>, result: Result<GuestResult>) -> CallReport {
     CallReport {
@@ -459,6 +457,8 @@ fn report_err(e: Error) -> CallReport {
     }
 }
 
+/// Instantiate `loaded` in `store` and run its `call`: what the guest returned, within
+/// `limits`.
 async fn run_call(
     store: &mut Store<CallState>,
     loaded: &Loaded,
