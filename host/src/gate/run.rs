@@ -193,41 +193,33 @@ impl Gate {
             denied_globs: self.denied_globs.clone(),
         };
         let input = p.input.to_string();
-        let report = match call_net.as_mut() {
-            None if self.is_scan_apart(&p.tool) => {
-                let call = self.sandbox.call_report_owned(
-                    p.tool.loaded.clone(),
-                    &caps,
-                    limits.clone(),
-                    input.clone(),
-                    context.clone(),
-                    cancel,
-                );
-                crate::sandbox::bulk::run(call, cancel).await
-            }
-            None => {
+        let report = if call_net.is_none() && self.is_scan_apart(&p.tool) {
+            let call = self.sandbox.call_report_owned(
+                p.tool.loaded.clone(),
+                &caps,
+                limits.clone(),
+                input.clone(),
+                context.clone(),
+                cancel,
+            );
+            crate::sandbox::bulk::run(call, cancel).await
+        } else {
+            let call =
                 self.sandbox
-                    .call_report(&p.tool.loaded, &caps, &limits, &input, &context, cancel)
-                    .await
-            }
-            // While the command runs, its proxy's questions are answered here (by the ladder
-            // for `net:<host>`), one at a time.
-            Some(net) => {
-                let call = self.sandbox.call_report(
-                    &p.tool.loaded,
-                    &caps,
-                    &limits,
-                    &input,
-                    &context,
-                    cancel,
-                );
-                tokio::pin!(call);
-                let command = p.exec.as_ref().map(|a| a.text.as_str()).unwrap_or("");
-                loop {
-                    tokio::select! {
-                        r = &mut call => break r,
-                        Some(ask) = net.asks.recv() => {
-                            self.answer_net(net, ask, session, command, call_id, approver.clone(), cancel).await;
+                    .call_report(&p.tool.loaded, &caps, &limits, &input, &context, cancel);
+            match call_net.as_mut() {
+                None => call.await,
+                // While the command runs, its proxy's questions are answered here (by the
+                // ladder for `net:<host>`), one at a time.
+                Some(net) => {
+                    tokio::pin!(call);
+                    let command = p.exec.as_ref().map(|a| a.text.as_str()).unwrap_or("");
+                    loop {
+                        tokio::select! {
+                            r = &mut call => break r,
+                            Some(ask) = net.asks.recv() => {
+                                self.answer_net(net, ask, session, command, call_id, approver.clone(), cancel).await;
+                            }
                         }
                     }
                 }
