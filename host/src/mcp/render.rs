@@ -5,15 +5,13 @@
 use crate::tools::{Observation, Risk, Status, ToolInfo};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use serde_json::Value;
-use std::sync::Arc;
 
 /// A registry tool as MCP lists it; its outputSchema is the observation's (every result's).
 pub fn mcp_tool(info: &ToolInfo) -> Tool {
     let schema: JsonObject = info.input_schema.as_object().cloned().unwrap_or_default();
     let mut tool = Tool::new(info.name.clone(), info.description.clone(), schema);
     tool.annotations = Some(annotations(info.risk));
-    let output = crate::tools::output_schema::observation_schema().clone();
-    tool.output_schema = Some(Arc::new(output));
+    tool.output_schema = Some(crate::tools::output_schema::observation_schema().clone());
     tool
 }
 

@@ -3,14 +3,18 @@
 //! failure). `data` is each tool's own and is left open.
 
 use serde_json::{json, Map, Value};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
-/// The schema (JSON Schema 2020-12) of an observation, as a JSON object.
-pub fn observation_schema() -> &'static Map<String, Value> {
-    static SCHEMA: OnceLock<Map<String, Value>> = OnceLock::new();
-    SCHEMA.get_or_init(|| match build() {
-        Value::Object(map) => map,
-        _ => Map::new(),
+/// The schema (JSON Schema 2020-12) of an observation, as a JSON object, shared: every tool
+/// listed points at this one copy (a deep copy per tool made `tools/list` and the per-call
+/// schema lookup of 2026-07-28 requests measurably slower).
+pub fn observation_schema() -> &'static Arc<Map<String, Value>> {
+    static SCHEMA: OnceLock<Arc<Map<String, Value>>> = OnceLock::new();
+    SCHEMA.get_or_init(|| {
+        Arc::new(match build() {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        })
     })
 }
 
@@ -66,7 +70,7 @@ mod tests {
     use crate::tools::{Observation, Status, Total};
 
     fn validator() -> jsonschema::Validator {
-        jsonschema::validator_for(&Value::Object(observation_schema().clone())).unwrap()
+        jsonschema::validator_for(&Value::Object((**observation_schema()).clone())).unwrap()
     }
 
     #[test]
