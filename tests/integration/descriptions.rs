@@ -135,3 +135,43 @@ fn tools_json_lists_the_filled_descriptions() {
         "{text}"
     );
 }
+
+/// Over MCP each tool's listed form is made once per server, except a description that follows
+/// the mode or the grants: after the mode changes, `tools/list` shows fetch's new hosts line
+/// (a form kept from the first listing would still say no host is allowed).
+#[tokio::test]
+async fn over_mcp_the_fetch_description_follows_the_mode_while_other_forms_are_kept() {
+    use rmcp::ServiceExt as _;
+    let ws = Ws::new();
+    let gate = std::sync::Arc::new(gate_with_policy(&ws, "mode = \"ask\"\n", &[]).await);
+    let (server_io, client_io) = tokio::io::duplex(1 << 16);
+    let server = toolgate::mcp::McpConnection::new(gate.clone());
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let conn = ().serve(client_io).await.unwrap();
+    let listed = |tools: &[rmcp::model::Tool], name: &str| -> String {
+        let t = tools.iter().find(|t| t.name == name).unwrap();
+        serde_json::to_string(t).unwrap()
+    };
+
+    let before = conn.list_all_tools().await.unwrap();
+    assert!(
+        listed(&before, "fetch").contains("No host is allowed in advance"),
+        "{}",
+        listed(&before, "fetch")
+    );
+    gate.set_mode(toolgate::policy::Mode::AllowAll);
+    let after = conn.list_all_tools().await.unwrap();
+    let fetch = listed(&after, "fetch");
+    let hosts = fetch.split("Hosts:").nth(1).unwrap_or(&fetch);
+    assert!(
+        hosts.contains("Every public host is reached without asking"),
+        "the fetch description did not follow the mode: Hosts:{}",
+        hosts.chars().take(160).collect::<String>()
+    );
+    assert_eq!(listed(&before, "read"), listed(&after, "read"));
+    conn.cancel().await.unwrap();
+}

@@ -36,13 +36,16 @@ impl Gate {
     /// `tool` as listed: a built-in's description filled, a plugin's as it is.
     pub fn described(&self, tool: &ToolInfo) -> ToolInfo {
         let mut t = tool.clone();
-        if t.builtin && t.description.contains("{{") {
+        if has_facts(tool) {
             t.description = fill(&t.description, |name| self.fact(name));
         }
         t
     }
 
     /// The text for one placeholder, `None` for a name that is not one.
+    ///
+    /// Some change while the gate runs (the fetch hosts follow the mode and the project's
+    /// grants), so a description with placeholders is filled anew each time it is shown.
     fn fact(&self, name: &str) -> Option<String> {
         Some(match name {
             "shell.banned" => self.banned_text(),
@@ -183,6 +186,12 @@ pub fn fill(text: &str, value: impl Fn(&str) -> Option<String>) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// Whether `tool`'s description has placeholders [`Gate::described`] fills (from the policy,
+/// the mode and the grants in force); without any, its description is the registry's as is.
+pub fn has_facts(tool: &ToolInfo) -> bool {
+    tool.builtin && tool.description.contains("{{")
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ mod ask;
 mod credentials;
 mod decision;
 mod describe;
+pub(crate) use describe::has_facts;
 mod egress;
 pub mod explain;
 #[cfg(test)]

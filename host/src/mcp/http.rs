@@ -205,11 +205,13 @@ pub async fn serve_http(
     manager.session_config.keep_alive = None;
     let manager = Arc::new(manager);
     let console = Arc::new(crate::console::Console::new(gate.clone()));
+    let forms = Arc::new(super::render::ToolForms::default());
     let service = StreamableHttpService::new(
         move || {
-            Ok(McpConnection::with_state_key(
+            Ok(McpConnection::with_forms(
                 gate.clone(),
                 state_key.clone(),
+                forms.clone(),
             ))
         },
         manager.clone(),

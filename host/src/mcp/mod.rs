@@ -115,6 +115,8 @@ struct Inner {
     used: AtomicBool,
     /// The client, once it said it is initialized.
     peer: std::sync::OnceLock<Peer<RoleServer>>,
+    /// The tools' MCP forms, shared by every connection of one server.
+    forms: Arc<render::ToolForms>,
 }
 
 impl Drop for Inner {
@@ -152,6 +154,16 @@ impl McpConnection {
 
     /// A new connection (and session) on `gate`, signing approval states with `key`.
     pub fn with_state_key(gate: Arc<Gate>, key: Arc<StateKey>) -> Self {
+        Self::with_forms(gate, key, Arc::default())
+    }
+
+    /// [`Self::with_state_key`], sharing the tools' MCP forms made by the server's other
+    /// connections (each stateless HTTP request is a connection of its own).
+    pub(crate) fn with_forms(
+        gate: Arc<Gate>,
+        key: Arc<StateKey>,
+        forms: Arc<render::ToolForms>,
+    ) -> Self {
         McpConnection {
             inner: Arc::new(Inner {
                 gate,
@@ -161,6 +173,7 @@ impl McpConnection {
                 state_key: key,
                 used: AtomicBool::new(false),
                 peer: std::sync::OnceLock::new(),
+                forms,
             }),
         }
     }
@@ -284,12 +297,11 @@ impl ServerHandler for McpConnection {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let tools: Vec<Tool> = self
-            .inner
-            .gate
-            .listed_tools()
-            .iter()
-            .map(mcp_tool)
+        let gate = &self.inner.gate;
+        let tools: Vec<Tool> = gate
+            .visible_tools()
+            .into_iter()
+            .map(|t| self.inner.forms.get(gate, t))
             .collect();
         self.note_listed(tools.iter().map(|t| t.name.to_string()).collect());
         Ok(ListToolsResult::with_all_items(tools))
@@ -298,7 +310,7 @@ impl ServerHandler for McpConnection {
     fn get_tool(&self, name: &str) -> Option<Tool> {
         let gate = &self.inner.gate;
         let tool = gate.visible_tools().into_iter().find(|t| t.name == name)?;
-        Some(mcp_tool(&gate.described(tool)))
+        Some(self.inner.forms.get(gate, tool))
     }
 
     async fn call_tool(
