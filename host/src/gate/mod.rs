@@ -113,6 +113,13 @@ impl Gate {
             .await
     }
 
+    /// The server answered and waits for its next request: the sandbox does what finished
+    /// calls left and instantiates the next calls' components ahead. Call it only where
+    /// nothing waits on it (after an answer is written).
+    pub async fn idle(&self) {
+        self.sandbox.idle().await;
+    }
+
     /// Run one call for `session` that the caller may cancel with `cancel`: a call cancelled
     /// while it waits for approval is withdrawn, one cancelled as it is decided never starts,
     /// and a running guest or shell command is stopped at its next look (the call then ends

@@ -201,6 +201,11 @@ impl McpConnection {
         self.inner.peer.get().cloned()
     }
 
+    /// The server answered: see [`Gate::idle`].
+    pub(super) async fn idle(&self) {
+        self.inner.gate.idle().await;
+    }
+
     /// This connection's session name.
     pub fn session(&self) -> &str {
         &self.inner.session
@@ -314,6 +319,27 @@ impl ServerHandler for McpConnection {
     }
 
     async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        // Over HTTP the answer is written by rmcp once this returns: the idle work starts
+        // beside it (stdio's transport runs it after writing the answer itself).
+        let over_http = context
+            .extensions
+            .get::<hyper::http::request::Parts>()
+            .is_some();
+        let answer = self.answer_call(request, context).await;
+        if over_http {
+            let conn = self.clone();
+            tokio::spawn(async move { conn.idle().await });
+        }
+        answer
+    }
+}
+
+impl McpConnection {
+    async fn answer_call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,

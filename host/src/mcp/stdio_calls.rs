@@ -116,6 +116,8 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Calls<W> {
                     if let Err(e) = write_message(&write, &answer).await {
                         tracing::error!(error = %e, "writing an answer to stdout failed");
                     }
+                    // While the client reads the answer.
+                    conn.idle().await;
                 }))
             }
             JsonRpcMessage::Notification(n) => {

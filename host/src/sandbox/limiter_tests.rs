@@ -28,9 +28,13 @@ async fn a_memory_over_the_limit_is_classified_from_the_record() {
         max_memory_bytes: 1 << 20,
         ..Limits::default()
     };
-    let mut store = sandbox
-        .store(&Capabilities::none(), &limits, CancelToken::never())
-        .unwrap();
+    let mut store = crate::sandbox::store::fresh(
+        &sandbox.engine,
+        &Capabilities::none(),
+        &limits,
+        &CancelToken::never(),
+    )
+    .unwrap();
     let module = wasmtime::Module::new(&sandbox.engine, MEMORY_OF_32_PAGES).unwrap();
     let error = wasmtime::Instance::new_async(&mut store, &module, &[])
         .await

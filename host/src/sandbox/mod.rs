@@ -12,6 +12,7 @@ mod link;
 mod lsp;
 pub mod net;
 mod read_ahead;
+mod store;
 pub mod trace;
 mod trap;
 mod walk;
@@ -33,9 +34,9 @@ use sha2::Digest as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use wasmtime::component::{Linker, ResourceTable};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use bindings::since_v0_1_0::exec::toolgate::host::exec as wexec;
@@ -179,6 +180,8 @@ pub struct Sandbox {
     linker: Linker<CallState>,
     cache: cache::ArtifactCache,
     stop_ticker: Arc<AtomicBool>,
+    /// Spares and finished calls' stores (see [`store`]).
+    stores: Arc<store::Stores>,
 }
 
 impl Drop for Sandbox {
@@ -230,6 +233,7 @@ impl Sandbox {
             linker,
             cache,
             stop_ticker,
+            stores: Arc::default(),
         })
     }
 
@@ -288,7 +292,12 @@ impl Sandbox {
 
     /// Ask a loaded component to describe itself, with no capabilities at all.
     pub async fn describe(&self, loaded: &Loaded, limits: &Limits) -> Result<wit::Descriptor> {
-        let mut store = self.store(&Capabilities::none(), limits, CancelToken::never())?;
+        let mut store = store::fresh(
+            &self.engine,
+            &Capabilities::none(),
+            limits,
+            &CancelToken::never(),
+        )?;
         let tool = loaded
             .pre
             .instantiate_async(&mut store)
@@ -325,10 +334,12 @@ impl Sandbox {
         context: &wit::CallContext,
         cancel: &CancelToken,
     ) -> CallReport {
-        match self.call_store(caps, limits, cancel) {
-            Ok(mut store) => {
-                let result = run_call(&mut store, loaded, limits, input, context).await;
-                report(&store, result)
+        match self.call_store(loaded, caps, limits, cancel) {
+            Ok((mut store, tool)) => {
+                let result = run_call(&mut store, loaded, tool, limits, input, context).await;
+                let report = report(&store, result);
+                self.stores.finished(store, caps);
+                report
             }
             Err(e) => report_err(e),
         }
@@ -345,26 +356,41 @@ impl Sandbox {
         context: wit::CallContext,
         cancel: &CancelToken,
     ) -> impl std::future::Future<Output = CallReport> + Send + 'static {
-        let store = self.call_store(caps, &limits, cancel);
+        let store = self.call_store(&loaded, caps, &limits, cancel);
+        let stores = self.stores.clone();
+        let caps = caps.clone();
         async move {
             match store {
-                Ok(mut store) => {
-                    let result = run_call(&mut store, &loaded, &limits, &input, &context).await;
-                    report(&store, result)
+                Ok((mut store, tool)) => {
+                    let result =
+                        run_call(&mut store, &loaded, tool, &limits, &input, &context).await;
+                    let report = report(&store, result);
+                    stores.finished(store, &caps);
+                    report
                 }
                 Err(e) => report_err(e),
             }
         }
     }
 
-    /// A call's store, with the call's trace (if one is being taken) attached.
+    /// The server has answered and waits for the next request: do what finished calls left
+    /// and make the next calls' instances ahead (see [`store`]).
+    pub async fn idle(&self) {
+        self.stores.idle(&self.engine).await;
+    }
+
+    /// A call's store (and its tool, if it was instantiated ahead), with the call's trace (if
+    /// one is being taken) attached.
     fn call_store(
         &self,
+        loaded: &Loaded,
         caps: &Capabilities,
         limits: &Limits,
         cancel: &CancelToken,
-    ) -> Result<Store<CallState>> {
-        let mut store = self.store(caps, limits, cancel.clone())?;
+    ) -> Result<(Store<CallState>, Option<tool_bindings::Tool>)> {
+        let (mut store, tool) = self
+            .stores
+            .for_call(&self.engine, loaded, caps, limits, cancel)?;
         if let Some(t) = trace::current() {
             let mounts = caps
                 .preopens
@@ -374,70 +400,7 @@ impl Sandbox {
             (store.data_mut().fsguard.trace, store.data_mut().net.trace) =
                 (Some(t.clone()), Some(t));
         }
-        Ok(store)
-    }
-
-    fn store(
-        &self,
-        caps: &Capabilities,
-        limits: &Limits,
-        cancel: CancelToken,
-    ) -> Result<Store<CallState>> {
-        let wasi = caps.build_ctx()?;
-        let mut store = Store::new(
-            &self.engine,
-            CallState {
-                wasi,
-                table: ResourceTable::new(),
-                limits: limiter::CallLimiter::new(limits.max_memory_bytes),
-                fsguard: fsguard::FsGuard::new(caps.deny.clone()),
-                exec: caps.exec.clone(),
-                lsp: caps.lsp.clone(),
-                http: wasmtime_wasi_http::WasiHttpCtx::new(),
-                net: net::NetHooks {
-                    grant: caps.net.clone(),
-                    trace: None,
-                },
-                walk: walk::WalkScope {
-                    preopens: caps.preopens.clone(),
-                    deny: caps.deny.clone(),
-                    ignore_patterns: limits.ignore_patterns,
-                    ignore_bytes: limits.ignore_bytes,
-                    memory_bytes: limits.max_memory_bytes,
-                    deadline: Instant::now().checked_add(limits.timeout),
-                    cut: Arc::default(),
-                },
-                read_ahead_open: false,
-                cancel: cancel.clone(),
-            },
-        );
-        store.limiter(|s| &mut s.limits);
-        let ticks = limits.deadline_ticks(EPOCH_TICK);
-        match cancel.can_cancel() {
-            // A cancellable call: check the flag at every tick, yield to the executor, and trap
-            // at the deadline.
-            true => {
-                let mut left = ticks;
-                store.set_epoch_deadline(1);
-                store.epoch_deadline_callback(move |_| {
-                    if cancel.is_cancelled() {
-                        return Err(wasmtime::Error::new(Cancelled));
-                    }
-                    left = left.saturating_sub(1);
-                    if left == 0 {
-                        return Err(Trap::Interrupt.into());
-                    }
-                    // Yield at every tick, so the task running the call can notice the
-                    // cancellation (and send progress) while the guest computes.
-                    Ok(wasmtime::UpdateDeadline::Yield(1))
-                });
-            }
-            false => {
-                store.set_epoch_deadline(ticks);
-                store.epoch_deadline_trap();
-            }
-        }
-        Ok(store)
+        Ok((store, tool))
     }
 }
 
@@ -462,15 +425,19 @@ fn report_err(e: Error) -> CallReport {
 async fn run_call(
     store: &mut Store<CallState>,
     loaded: &Loaded,
+    tool: Option<tool_bindings::Tool>,
     limits: &Limits,
     input: &str,
     context: &wit::CallContext,
 ) -> Result<GuestResult> {
-    let tool = loaded
-        .pre
-        .instantiate_async(&mut *store)
-        .await
-        .map_err(|e| classify(e, limits, store.data().limits.hit))?;
+    let tool = match tool {
+        Some(tool) => tool,
+        None => loaded
+            .pre
+            .instantiate_async(&mut *store)
+            .await
+            .map_err(|e| classify(e, limits, store.data().limits.hit))?,
+    };
     let result = tool
         .call_call(&mut *store, input, context)
         .await
