@@ -17,6 +17,22 @@ mod describe;
 pub(crate) use describe::has_facts;
 mod egress;
 pub mod explain;
+/// One call counted in flight for as long as it lives.
+struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn enter(count: &'a std::sync::atomic::AtomicUsize) -> Self {
+        count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        InFlight(count)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 #[cfg(test)]
 mod fake;
 mod grants;
@@ -78,6 +94,8 @@ pub struct Gate {
     denied_globs: Vec<String>,
     /// Sessions already recorded in the state database by this gate.
     known_sessions: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Calls in flight (see [`Gate::idle`]).
+    in_flight: std::sync::atomic::AtomicUsize,
     /// Sessions already told (in `data.policy_ignored`) what of the policy was ignored.
     told_ignored: std::sync::Mutex<std::collections::HashSet<String>>,
     /// The deny-list enforced inside the guest's preopens.
@@ -113,11 +131,20 @@ impl Gate {
             .await
     }
 
-    /// The server answered and waits for its next request: the sandbox does what finished
-    /// calls left and instantiates the next calls' components ahead. Call it only where
-    /// nothing waits on it (after an answer is written).
+    /// The server answered and may wait for its next request: when no call is in flight, the
+    /// sandbox does what finished calls left and instantiates the next calls' components
+    /// ahead. Call it only where nothing waits on it (after an answer is written). Under load
+    /// (another call in flight) it does nothing: that work would then only compete with the
+    /// calls, and they do it themselves.
     pub async fn idle(&self) {
-        self.sandbox.idle().await;
+        if !self.busy() {
+            self.sandbox.idle().await;
+        }
+    }
+
+    /// Whether any call is in flight.
+    pub fn busy(&self) -> bool {
+        self.in_flight.load(std::sync::atomic::Ordering::Relaxed) != 0
     }
 
     /// Run one call for `session` that the caller may cancel with `cancel`: a call cancelled
@@ -133,6 +160,7 @@ impl Gate {
         approver: Option<Arc<dyn Approver>>,
         cancel: CancelToken,
     ) -> Observation {
+        let _in_flight = InFlight::enter(&self.in_flight);
         let call_id = session::new_call_id();
         let started = Instant::now();
         let input_sha = hex::encode(Sha256::digest(input.to_string().as_bytes()));

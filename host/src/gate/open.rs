@@ -195,6 +195,7 @@ impl Gate {
             surface: options.surface,
             denied_globs,
             known_sessions: Default::default(),
+            in_flight: Default::default(),
             told_ignored: Default::default(),
             fs_deny,
             exec_host,

@@ -323,27 +323,6 @@ impl ServerHandler for McpConnection {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        // Over HTTP the answer is written by rmcp once this returns: the idle work starts
-        // beside it (stdio's transport runs it after writing the answer itself).
-        let over_http = context
-            .extensions
-            .get::<hyper::http::request::Parts>()
-            .is_some();
-        let answer = self.answer_call(request, context).await;
-        if over_http {
-            let conn = self.clone();
-            tokio::spawn(async move { conn.idle().await });
-        }
-        answer
-    }
-}
-
-impl McpConnection {
-    async fn answer_call(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
         if is_modern(&context) {
             return self.run_modern_call(request, context).await;
         }
