@@ -2,11 +2,11 @@
 
 /// mimalloc instead of glibc's malloc. Profiling `serve --http` under the load script (100
 /// calls in flight) put ~16% of the server's CPU in glibc's malloc and free (its arena
-/// locks, `malloc_consolidate`, `unlink_chunk`): with mimalloc the same run served
-/// ~6,000 calls/s instead of ~4,100 (`read` p99 ~36 ms instead of ~50). Its version 2 keeps the
-/// server's peak RSS at ~267 MB against version 3's ~276-281 MB (the target is 300 MB) for ~5%
-/// of that throughput. A one-shot call starts as fast or faster (glibc's heap-growth tuning,
-/// `M_TOP_PAD`, is no longer needed). docs/decisions.md, "The allocator".
+/// locks, `malloc_consolidate`, `unlink_chunk`): with mimalloc 2 the same run serves ~5,800
+/// calls/s instead of ~4,000 (`read` p99 ~35-44 ms instead of ~45-52). Version 3 serves ~5%
+/// more but peaks at ~276-281 MB of RSS against version 2's ~267 MB (the target is 300 MB).
+/// A one-shot call starts as fast or faster, and glibc's heap-growth tuning for it
+/// (`M_TOP_PAD`) is no longer needed. docs/decisions.md, "The allocator".
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
