@@ -76,6 +76,16 @@ impl Fixture {
     }
 }
 
+/// A fixture whose next call of the component, with the returned capabilities (an empty
+/// directory), finds a spare.
+async fn warmed() -> (Fixture, tempfile::TempDir, Capabilities) {
+    let f = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let caps = caps(dir.path(), &[]);
+    f.warm(&caps).await;
+    (f, dir, caps)
+}
+
 fn never() -> CancelToken {
     CancelToken::never()
 }
@@ -144,10 +154,7 @@ async fn a_call_in_a_spare_sees_its_own_files_and_environment_not_the_last_calls
 
 #[tokio::test]
 async fn a_spare_serves_one_call_only() {
-    let f = fixture();
-    let dir = tempfile::tempdir().unwrap();
-    let caps = caps(dir.path(), &[]);
-    f.warm(&caps).await;
+    let (f, _dir, caps) = warmed().await;
     for _ in 0..3 {
         let r = f
             .call(&caps, &Limits::default(), json!({"mode": "ok"}), &never())
@@ -163,10 +170,7 @@ async fn a_spare_serves_one_call_only() {
 
 #[tokio::test]
 async fn a_call_in_a_spare_is_stopped_at_its_own_deadline_and_by_its_own_cancellation() {
-    let f = fixture();
-    let dir = tempfile::tempdir().unwrap();
-    let caps = caps(dir.path(), &[]);
-    f.warm(&caps).await;
+    let (f, _dir, caps) = warmed().await;
     let limits = Limits {
         timeout: Duration::from_millis(200),
         ..Limits::default()
@@ -208,10 +212,7 @@ async fn a_call_in_a_spare_is_stopped_at_its_own_deadline_and_by_its_own_cancell
 
 #[tokio::test]
 async fn a_spare_made_under_a_larger_memory_limit_does_not_serve_a_smaller_one() {
-    let f = fixture();
-    let dir = tempfile::tempdir().unwrap();
-    let caps = caps(dir.path(), &[]);
-    f.warm(&caps).await;
+    let (f, _dir, caps) = warmed().await;
     // Less than the component's own initial memory: instantiating it is refused.
     let tiny = Limits {
         max_memory_bytes: 64 << 10,
