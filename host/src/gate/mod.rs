@@ -17,22 +17,6 @@ mod describe;
 pub(crate) use describe::has_facts;
 mod egress;
 pub mod explain;
-/// One call counted in flight for as long as it lives.
-struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
-
-impl<'a> InFlight<'a> {
-    fn enter(count: &'a std::sync::atomic::AtomicUsize) -> Self {
-        count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        InFlight(count)
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-    }
-}
-
 #[cfg(test)]
 mod fake;
 mod grants;
@@ -416,3 +400,19 @@ struct Prepared {
 }
 
 pub use session::unique_id;
+
+/// One call counted in flight for as long as it lives.
+struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn enter(count: &'a std::sync::atomic::AtomicUsize) -> Self {
+        count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        InFlight(count)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}

@@ -338,7 +338,7 @@ impl Sandbox {
             Ok((mut store, tool)) => {
                 let result = run_call(&mut store, loaded, tool, limits, input, context).await;
                 let report = report(&store, result);
-                self.stores.finished(store, caps);
+                self.stores.finished(store, store::files_only(caps));
                 report
             }
             Err(e) => report_err(e),
@@ -358,14 +358,14 @@ impl Sandbox {
     ) -> impl std::future::Future<Output = CallReport> + Send + 'static {
         let store = self.call_store(&loaded, caps, &limits, cancel);
         let stores = self.stores.clone();
-        let caps = caps.clone();
+        let files_only = store::files_only(caps);
         async move {
             match store {
                 Ok((mut store, tool)) => {
                     let result =
                         run_call(&mut store, &loaded, tool, &limits, &input, &context).await;
                     let report = report(&store, result);
-                    stores.finished(store, &caps);
+                    stores.finished(store, files_only);
                     report
                 }
                 Err(e) => report_err(e),

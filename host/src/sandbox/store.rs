@@ -122,13 +122,9 @@ impl Stores {
         })
     }
 
-    /// A call that ran with `caps` finished with `store`: keep it to drop when idle if the
-    /// call could touch only files and directories, else drop it now.
-    pub(super) fn finished(&self, store: Store<CallState>, caps: &Capabilities) {
-        let files_only = caps.exec.is_none()
-            && caps.lsp.is_none()
-            && caps.net.is_none()
-            && caps.preopens.iter().all(|p| !p.writable);
+    /// A call finished with `store`: keep it to drop when idle if the call could touch only
+    /// files and directories ([`files_only`] of its capabilities), else drop it now.
+    pub(super) fn finished(&self, store: Store<CallState>, files_only: bool) {
         if files_only && self.serving.load(Ordering::Relaxed) {
             let mut inner = self.lock();
             if inner.done.len() < MAX_DONE {
@@ -169,6 +165,15 @@ impl Stores {
             inner.ready.push((loaded.digest.clone(), memory, spare));
         }
     }
+}
+
+/// Whether a call with `caps` can touch nothing but files and directories, and none for
+/// writing: its store may outlive it until the server is idle.
+pub(super) fn files_only(caps: &Capabilities) -> bool {
+    caps.exec.is_none()
+        && caps.lsp.is_none()
+        && caps.net.is_none()
+        && caps.preopens.iter().all(|p| !p.writable)
 }
 
 /// `loaded` instantiated in a store that grants nothing, or `None` when that failed or left

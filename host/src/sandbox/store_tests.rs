@@ -230,3 +230,34 @@ async fn a_spare_made_under_a_larger_memory_limit_does_not_serve_a_smaller_one()
         "a call under a 64 KiB memory limit ran"
     );
 }
+
+#[tokio::test]
+async fn only_a_read_only_calls_store_waits_for_the_idle_moment() {
+    let (f, dir, read_only) = warmed().await;
+    let waiting = || f.sandbox.stores.lock().done.len();
+    let r = f
+        .call(
+            &read_only,
+            &Limits::default(),
+            json!({"mode": "ok"}),
+            &never(),
+        )
+        .await;
+    assert!(matches!(r, Ok(GuestResult::Output(_))));
+    assert_eq!(waiting(), 1, "a read-only call's store waits to be dropped");
+
+    let mut writable = read_only.clone();
+    writable.preopens[0].writable = true;
+    let input = json!({"mode": "write", "path": "out.txt", "text": "written"});
+    let r = f.call(&writable, &Limits::default(), input, &never()).await;
+    assert!(matches!(r, Ok(GuestResult::Output(_))), "{:?}", r.err());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out.txt")).unwrap(),
+        "written"
+    );
+    assert_eq!(
+        waiting(),
+        0,
+        "a call that could write kept its store (and its open files) past its end"
+    );
+}
