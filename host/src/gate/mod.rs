@@ -127,7 +127,7 @@ impl Gate {
     }
 
     /// Whether any call is in flight.
-    pub fn busy(&self) -> bool {
+    fn busy(&self) -> bool {
         self.in_flight.load(std::sync::atomic::Ordering::Relaxed) != 0
     }
 

@@ -90,15 +90,15 @@ impl Stores {
         if !self.serving.load(Ordering::Relaxed) {
             return Ok((fresh(engine, caps, limits, cancel)?, None));
         }
+        // Stores are dropped after the lock: the finished ones, and a spare made under
+        // another memory limit.
         let (spare, done) = {
             let mut inner = self.lock();
-            let spare = match inner.ready.iter().position(|r| r.0 == loaded.digest) {
-                Some(i) => {
-                    let (_, memory, spare) = inner.ready.remove(i);
-                    (memory == limits.max_memory_bytes).then_some(spare)
-                }
-                None => None,
-            };
+            let spare = inner
+                .ready
+                .iter()
+                .position(|r| r.0 == loaded.digest)
+                .map(|i| inner.ready.remove(i));
             if !inner.wanted.iter().any(|(l, _)| l.digest == loaded.digest) {
                 inner.wanted.push((loaded.clone(), limits.max_memory_bytes));
             }
@@ -109,6 +109,10 @@ impl Stores {
             (spare, done)
         };
         drop(done);
+        let spare = match spare {
+            Some((_, memory, spare)) if memory == limits.max_memory_bytes => Some(spare),
+            _ => None,
+        };
         Ok(match spare {
             Some(Spare { mut store, tool }) => {
                 self.spares_used.fetch_add(1, Ordering::Relaxed);
