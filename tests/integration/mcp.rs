@@ -105,11 +105,11 @@ async fn stdio(ws: &Ws, args: &[&str], client: Client) -> Conn {
 
 /// A `toolgate serve --http 127.0.0.1:0` process, its MCP URL (read from its stderr, where
 /// it is printed once the listener accepts connections) and the bearer token it wants.
-struct HttpServer {
+pub(crate) struct HttpServer {
     child: std::process::Child,
     url: String,
-    port: u16,
-    token: String,
+    pub(crate) port: u16,
+    pub(crate) token: String,
     /// What it printed on stderr before it listened.
     banner: Vec<String>,
 }
@@ -121,7 +121,7 @@ impl Drop for HttpServer {
     }
 }
 
-fn http_server(ws: &Ws, args: &[&str]) -> HttpServer {
+pub(crate) fn http_server(ws: &Ws, args: &[&str]) -> HttpServer {
     let mut cmd = toolgate_command(ws);
     cmd.args(["serve", "--http", "127.0.0.1:0"])
         .args(args)

@@ -36,6 +36,7 @@
 //! - A session ended with `DELETE` is answered 204 No Content.
 
 mod allowlist;
+mod fast;
 mod request;
 mod sessions;
 
@@ -208,11 +209,12 @@ pub async fn serve_http(
     let forms = Arc::new(super::render::ToolForms::default());
     let service = StreamableHttpService::new(
         move || {
-            Ok(McpConnection::with_forms(
-                gate.clone(),
-                state_key.clone(),
-                forms.clone(),
-            ))
+            let made = McpConnection::with_forms(gate.clone(), state_key.clone(), forms.clone());
+            // Called inside the request's own task: `handle` learns the session's connection.
+            let _ = request::MADE.try_with(|slot| {
+                *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(made.downgrade());
+            });
+            Ok(made)
         },
         manager.clone(),
         config,

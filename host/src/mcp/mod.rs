@@ -115,8 +115,21 @@ struct Inner {
     used: AtomicBool,
     /// The client, once it said it is initialized.
     peer: std::sync::OnceLock<Peer<RoleServer>>,
+    /// The client, once it asked to initialize (its capabilities known).
+    handshake: std::sync::OnceLock<Peer<RoleServer>>,
     /// The tools' MCP forms, shared by every connection of one server.
     forms: Arc<render::ToolForms>,
+}
+
+/// A connection that may have ended: see [`McpConnection::downgrade`].
+#[derive(Clone)]
+pub(crate) struct WeakConnection(std::sync::Weak<Inner>);
+
+impl WeakConnection {
+    /// The connection, if it is still alive.
+    pub(crate) fn upgrade(&self) -> Option<McpConnection> {
+        self.0.upgrade().map(|inner| McpConnection { inner })
+    }
 }
 
 impl Drop for Inner {
@@ -173,6 +186,7 @@ impl McpConnection {
                 state_key: key,
                 used: AtomicBool::new(false),
                 peer: std::sync::OnceLock::new(),
+                handshake: std::sync::OnceLock::new(),
                 forms,
             }),
         }
@@ -197,8 +211,19 @@ impl McpConnection {
     }
 
     /// The client, once it sent `notifications/initialized`.
+    /// A handle on this connection that does not keep it (or its session) alive.
+    pub(crate) fn downgrade(&self) -> WeakConnection {
+        WeakConnection(Arc::downgrade(&self.inner))
+    }
+
     fn initialized_peer(&self) -> Option<Peer<RoleServer>> {
         self.inner.peer.get().cloned()
+    }
+
+    /// The client once it asked to initialize: an HTTP session's requests may come before
+    /// rmcp has run `on_initialized` for the notification it already accepted.
+    fn handshake_peer(&self) -> Option<Peer<RoleServer>> {
+        self.inner.handshake.get().cloned()
     }
 
     /// The server answered: see [`Gate::idle`].
@@ -287,6 +312,7 @@ impl ServerHandler for McpConnection {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
         context.peer.set_peer_info(request.clone());
+        let _ = self.inner.handshake.set(context.peer.clone());
         self.negotiate_initialize(&request)
     }
 

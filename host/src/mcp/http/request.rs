@@ -12,11 +12,18 @@ use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use rmcp::transport::StreamableHttpService;
 use std::convert::Infallible;
 use std::sync::Arc;
 
 type Body = BoxBody<Bytes, Infallible>;
+
+tokio::task_local! {
+    /// Where rmcp's call of the connection factory, inside a request's task, leaves the
+    /// connection it made (for a new session).
+    pub(super) static MADE: Arc<std::sync::Mutex<Option<crate::mcp::WeakConnection>>>;
+}
 
 /// The largest request body read (rmcp's own limit).
 const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -80,6 +87,7 @@ pub(super) async fn handle(
         }
     };
     let mut initialize = false;
+    let mut parsed = None;
     if posting {
         match serde_json::from_slice::<serde_json::Value>(&body) {
             Err(e) => {
@@ -92,7 +100,10 @@ pub(super) async fn handle(
                     "Invalid Request: batches are not supported (MCP 2025-06-18 removed JSON-RPC batching); send one message a request",
                 )
             }
-            Ok(v) => initialize = v.get("method").and_then(|m| m.as_str()) == Some("initialize"),
+            Ok(v) => {
+                initialize = v.get("method").and_then(|m| m.as_str()) == Some("initialize");
+                parsed = Some(v);
+            }
         }
     }
     let mut req = Request::from_parts(parts, Full::new(body));
@@ -100,6 +111,7 @@ pub(super) async fn handle(
     req.headers_mut().remove(INTERNAL_CONVERSATION_HEADER);
     let mut in_flight = None;
     let mut reservation = None;
+    let mut session_conn = None;
     let outer = match req.headers().get(SESSION_HEADER) {
         None => {
             if initialize {
@@ -144,10 +156,10 @@ pub(super) async fn handle(
             let used = match v.to_str() {
                 Ok(outer) => sessions
                     .use_session(outer, token, limits.idle)
-                    .map(|(inner, guard)| (outer.to_string(), inner, guard)),
+                    .map(|(inner, guard, conn)| (outer.to_string(), inner, guard, conn)),
                 Err(_) => Err(None),
             };
-            let (outer, inner, guard) = match used {
+            let (outer, inner, guard, conn) = match used {
                 Ok(u) => u,
                 Err(expired) => {
                     if let Some(inner) = expired {
@@ -162,6 +174,25 @@ pub(super) async fn handle(
                 }
             };
             in_flight = Some(guard);
+            if let (Some(message), true) = (&parsed, posting) {
+                // A cancellation of a call running beside rmcp: rmcp does not know the call.
+                if sessions.calls.cancel(&outer, message) {
+                    let mut accepted = Response::new(Full::new(Bytes::new()).boxed());
+                    *accepted.status_mut() = StatusCode::ACCEPTED;
+                    return accepted;
+                }
+            }
+            let conn = conn.and_then(|c| c.upgrade());
+            if let (Some(message), Some(conn), true) = (parsed.take(), conn, posting) {
+                if super::fast::takes(req.headers(), &message, &conn)
+                    && manager
+                        .has_session(&inner.clone().into())
+                        .await
+                        .unwrap_or(false)
+                {
+                    session_conn = Some((conn, message));
+                }
+            }
             match hyper::header::HeaderValue::from_str(&inner) {
                 Ok(v) => {
                     req.headers_mut().insert(SESSION_HEADER, v);
@@ -171,9 +202,17 @@ pub(super) async fn handle(
             Some(outer)
         }
     };
+    if let (Some((conn, message)), Some(outer)) = (session_conn, &outer) {
+        if let Some(answer) = super::fast::serve(conn, message, &sessions.calls, outer).await {
+            drop(in_flight);
+            return answer;
+        }
+    }
     let deleting = req.method() == hyper::Method::DELETE;
     use tower_service::Service as _;
-    let Ok(mut response) = service.call(req).await;
+    // The connection rmcp makes for a new session, to find it by the session later.
+    let made = Arc::new(std::sync::Mutex::new(None));
+    let Ok(mut response) = MADE.scope(made.clone(), service.call(req)).await;
     let created = response
         .headers()
         .get(SESSION_HEADER)
@@ -183,8 +222,14 @@ pub(super) async fn handle(
         if outer.is_none() {
             sessions.prune(manager).await;
         }
+        let conn = made.lock().unwrap_or_else(|p| p.into_inner()).take();
         let shown = sessions
             .outer_for(&inner, token)
+            .inspect(|_| {
+                if let Some(conn) = conn {
+                    sessions.attach(&inner, conn);
+                }
+            })
             .ok()
             .and_then(|o| hyper::header::HeaderValue::from_str(&o).ok());
         match shown {

@@ -2,6 +2,7 @@
 //! the cap on live sessions and their idle expiry.
 
 use crate::mcp::token::os_random;
+use crate::mcp::WeakConnection;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use std::collections::HashMap;
@@ -13,6 +14,8 @@ use std::time::{Duration, Instant};
 #[derive(Default)]
 pub(super) struct Sessions {
     table: Mutex<Table>,
+    /// The calls run beside rmcp's session workers, for their cancellation.
+    pub(super) calls: super::fast::Running,
 }
 
 #[derive(Default)]
@@ -24,6 +27,8 @@ struct Table {
 
 struct Bound {
     inner: String,
+    /// The session's connection, once `handle` learned it (it does not keep it alive).
+    conn: Option<WeakConnection>,
     token: usize,
     last_used: Instant,
     busy: usize,
@@ -68,7 +73,7 @@ impl Sessions {
         outer: &str,
         token: usize,
         idle: Duration,
-    ) -> Result<(String, InFlight), Option<String>> {
+    ) -> Result<(String, InFlight, Option<WeakConnection>), Option<String>> {
         let mut t = self.lock();
         let Some(b) = t.by_outer.get_mut(outer) else {
             return Err(None);
@@ -83,12 +88,14 @@ impl Sessions {
         b.busy += 1;
         b.last_used = Instant::now();
         let inner = b.inner.clone();
+        let conn = b.conn.clone();
         Ok((
             inner,
             InFlight {
                 sessions: self.clone(),
                 outer: outer.to_string(),
             },
+            conn,
         ))
     }
 
@@ -114,12 +121,20 @@ impl Sessions {
             outer.clone(),
             Bound {
                 inner: inner.to_string(),
+                conn: None,
                 token,
                 last_used: Instant::now(),
                 busy: 0,
             },
         );
         Ok(outer)
+    }
+
+    /// Remember the connection of rmcp's session `inner`.
+    pub(super) fn attach(&self, inner: &str, conn: WeakConnection) {
+        if let Some(b) = self.lock().by_outer.values_mut().find(|b| b.inner == inner) {
+            b.conn = Some(conn);
+        }
     }
 
     pub(super) fn remove(&self, outer: &str) {

@@ -1,0 +1,184 @@
+//! `tools/call` on a 2025-11-25 (or older) HTTP session, run in the request's own task
+//! beside rmcp's session worker instead of through it.
+//!
+//! Through rmcp a session's request goes from the connection's task to the session worker,
+//! to the service loop, to a task of its own, and its answer back the same way as an SSE
+//! stream (a priming event, then the answer): on a two-core machine those hand-offs move the
+//! call between tokio's workers several times (7.5 futex calls and 5 `epoll_wait` a call
+//! against 1.8 and 2.5 a `ping`, docs/benchmarks.md). Here the call runs through rmcp's own
+//! request handling (`Service::handle_request`, so its checks and results are rmcp's) and
+//! its answer is the response's JSON body (`application/json`, which 2025-11-25 allows for
+//! any POST).
+//!
+//! Only calls that need nothing from the session's stream come this way; everything else
+//! goes to rmcp as before:
+//! - the client did not declare elicitation (approvals are elicitation requests, which
+//!   belong on the call's stream), and the call asks for no progress (`progressToken`);
+//! - the `MCP-Protocol-Version` header is absent or a 2025 revision, and the call carries no
+//!   per-request protocol metadata (rmcp's header and `_meta` checks then have nothing to
+//!   refuse);
+//! - the session is initialized and rmcp still has it.
+//!
+//! What rmcp's session did for a call is done here: `notifications/cancelled` naming the
+//! call (on the same session) cancels it, and so does the client closing the connection
+//! before the answer (the call is its own task, cancelled when the request is dropped).
+
+use crate::mcp::McpConnection;
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Full};
+use hyper::{HeaderMap, Response, StatusCode};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetExtensions as _, GetMeta as _};
+use rmcp::model::{JsonRpcMessage, RequestId, ServerJsonRpcMessage};
+use rmcp::service::{RequestContext, Service as _};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// The `MCP-Protocol-Version` header values a call here may carry (or none).
+const LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The calls running here: (session id the client sees, request id) -> the latest call with
+/// that id (its number) and its cancellation.
+#[derive(Default)]
+pub(super) struct Running {
+    calls: Mutex<HashMap<(String, RequestId), (u64, CancellationToken)>>,
+    next: AtomicU64,
+}
+
+impl Running {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<(String, RequestId), (u64, CancellationToken)>> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// If `message` is `notifications/cancelled` for a call of session `outer` running here,
+    /// cancel it: whether it was.
+    pub(super) fn cancel(&self, outer: &str, message: &Value) -> bool {
+        if message.get("method").and_then(Value::as_str) != Some("notifications/cancelled") {
+            return false;
+        }
+        let Some(id) = message
+            .pointer("/params/requestId")
+            .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok())
+        else {
+            return false;
+        };
+        match self.lock().remove(&(outer.to_string(), id)) {
+            Some((_, ct)) => {
+                ct.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Whether the POST `message` with `headers` on a session whose connection is `conn` is a
+/// call this path serves (see the module's list).
+pub(super) fn takes(headers: &HeaderMap, message: &Value, conn: &McpConnection) -> bool {
+    if message.get("method").and_then(Value::as_str) != Some("tools/call")
+        || message.get("id").is_none()
+    {
+        return false;
+    }
+    let versions_ok = headers
+        .get_all("mcp-protocol-version")
+        .iter()
+        .all(|v| v.to_str().is_ok_and(|v| LEGACY_VERSIONS.contains(&v)));
+    if !versions_ok {
+        return false;
+    }
+    if let Some(meta) = message.pointer("/params/_meta") {
+        let Some(meta) = meta.as_object() else {
+            return false;
+        };
+        if meta
+            .keys()
+            .any(|k| k == "progressToken" || k.starts_with("io.modelcontextprotocol/"))
+        {
+            return false;
+        }
+    }
+    conn.handshake_peer().is_some_and(|peer| {
+        peer.peer_info()
+            .is_some_and(|info| info.capabilities.elicitation.is_none())
+    })
+}
+
+/// Run the call in `message` for session `outer` (cancellable through `running`) and answer
+/// it as JSON; `None` (nothing run) if `message` does not read as a call, so rmcp answers it.
+pub(super) async fn serve(
+    conn: McpConnection,
+    message: Value,
+    running: &Running,
+    outer: &str,
+) -> Option<Response<Body>> {
+    let peer = conn.handshake_peer()?;
+    let JsonRpcMessage::Request(r) =
+        serde_json::from_value::<ClientJsonRpcMessage>(message).ok()?
+    else {
+        return None;
+    };
+    if !matches!(r.request, ClientRequest::CallToolRequest(_)) {
+        return None;
+    }
+    let mut request = r.request;
+    let mut context = RequestContext::new(r.id.clone(), peer);
+    context.meta = std::mem::take(request.get_meta_mut());
+    context.extensions = std::mem::take(request.extensions_mut());
+    let ct = context.ct.clone();
+    let number = running.next.fetch_add(1, Ordering::Relaxed);
+    let key = (outer.to_string(), r.id.clone());
+    running.lock().insert(key.clone(), (number, ct.clone()));
+    // The client going away before the answer cancels the call, as rmcp's stream does.
+    let cancel_on_drop = ct.clone().drop_guard();
+    let task = tokio::spawn(async move { conn.handle_request(request, context).await });
+    let result = task.await;
+    cancel_on_drop.disarm();
+    {
+        let mut calls = running.lock();
+        if calls.get(&key).is_some_and(|(n, _)| *n == number) {
+            calls.remove(&key);
+        }
+    }
+    let answer: ServerJsonRpcMessage = match result {
+        Ok(Ok(result)) => JsonRpcMessage::response(result, r.id),
+        Ok(Err(error)) => JsonRpcMessage::error(error, Some(r.id)),
+        Err(e) => {
+            tracing::error!(error = %e, "a tools/call task failed");
+            JsonRpcMessage::error(
+                rmcp::ErrorData::internal_error(
+                    "the call's task failed; see the server's log",
+                    None,
+                ),
+                Some(r.id),
+            )
+        }
+    };
+    let body = match serde_json::to_vec(&answer) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::error!(error = %e, "serializing a call's answer failed");
+            let mut failed = Response::new(
+                Full::new(Bytes::from_static(
+                    b"the call's answer could not be serialized; see the server's log\n",
+                ))
+                .boxed(),
+            );
+            *failed.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            return Some(failed);
+        }
+    };
+    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    Some(response)
+}
