@@ -239,6 +239,29 @@ fn cancelling_a_call_on_a_session_stops_it() {
             "params":{"name":"test-hostile","arguments":{"mode":"loop"}}}),
     );
     std::thread::sleep(Duration::from_millis(400));
+    // Another session (same token) naming the same id cancels nothing of this session's.
+    let mut stranger = Raw::connect(&server);
+    let theirs = stranger.open_session();
+    let n = stranger.post(
+        Some(&theirs),
+        &json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+            "params":{"requestId":"loop","reason":"not yours"}}),
+    );
+    assert!(n.status.contains(" 202 "), "{}: {}", n.status, n.body);
+    c.stream
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_millis(700)))
+        .unwrap();
+    let mut byte = [0u8; 1];
+    let early = c.stream.get_mut().read(&mut byte);
+    assert!(
+        early.is_err(),
+        "another session's cancellation ended this session's call: {early:?}"
+    );
+    c.stream
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
     let cancelled_at = Instant::now();
     let mut other = Raw::connect(&server);
     let n = other.post(
