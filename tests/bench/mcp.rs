@@ -7,7 +7,7 @@
 //! there; `server/discover` is the baseline).
 
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -223,42 +223,12 @@ impl Http {
     }
 
     fn response(&mut self) -> (Vec<String>, Vec<u8>) {
-        let mut headers = Vec::new();
-        let mut line = String::new();
-        loop {
-            line.clear();
-            self.stream.read_line(&mut line).unwrap();
-            let l = line.trim_end();
-            if l.is_empty() {
-                break;
-            }
-            headers.push(l.to_ascii_lowercase());
-        }
+        let (status, mut headers, body) = crate::raw_http::read_response(&mut self.stream);
+        headers.insert(0, status.to_ascii_lowercase());
         assert!(
             headers[0].contains(" 200 ") || headers[0].contains(" 202 "),
             "{headers:?}"
         );
-        let mut body = Vec::new();
-        if let Some(len) = headers
-            .iter()
-            .find_map(|h| h.strip_prefix("content-length: "))
-        {
-            body.resize(len.trim().parse().unwrap(), 0);
-            self.stream.read_exact(&mut body).unwrap();
-        } else {
-            // Chunked.
-            loop {
-                line.clear();
-                self.stream.read_line(&mut line).unwrap();
-                let size = usize::from_str_radix(line.trim(), 16).unwrap();
-                let mut chunk = vec![0; size + 2];
-                self.stream.read_exact(&mut chunk).unwrap();
-                if size == 0 {
-                    break;
-                }
-                body.extend_from_slice(&chunk[..size]);
-            }
-        }
         (headers, body)
     }
 }

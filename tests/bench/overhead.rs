@@ -22,6 +22,8 @@ use toolgate::{Gate, GateOptions, Status};
 
 mod cold;
 mod mcp;
+#[path = "../raw_http.rs"]
+mod raw_http;
 
 fn main() {
     // Errors capture backtraces when this is set, which distorts timings.

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 use toolgate::sandbox::Limits;
 use toolgate::{Gate, GateOptions, Observation, Status};
 
@@ -322,4 +322,26 @@ pub fn write_script(path: &Path, text: &str) {
     assert!(copied.success(), "cp {} {}", src.display(), path.display());
     std::fs::remove_file(&src).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The `completed` audit event of the workspace's `test-hostile` call, once there is one.
+pub fn hostile_completed(ws: &Ws, since: Instant) -> Value {
+    loop {
+        let out = toolgate_command(ws)
+            .args(["audit", "--json", "--tool", "test-hostile"])
+            .output()
+            .unwrap();
+        let done = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|e| e["event"] == "completed");
+        if let Some(e) = done {
+            return e;
+        }
+        assert!(
+            since.elapsed() < Duration::from_secs(15),
+            "the call kept running (its deadline is 30 s)"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

@@ -49,6 +49,8 @@ mod cold_start;
 mod mcp_2026;
 mod mcp_http_calls;
 mod mcp_stdio_calls;
+#[path = "../raw_http.rs"]
+mod raw_http;
 mod search_parallel;
 mod telemetry;
 

@@ -5,7 +5,7 @@
 use crate::common::*;
 use crate::mcp::{http_server, HttpServer};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -72,42 +72,7 @@ impl Raw {
     }
 
     fn answer(&mut self) -> Answer {
-        let mut line = String::new();
-        self.stream.read_line(&mut line).unwrap();
-        let status = line.trim_end().to_string();
-        let mut headers = Vec::new();
-        loop {
-            line.clear();
-            self.stream.read_line(&mut line).unwrap();
-            if line.trim_end().is_empty() {
-                break;
-            }
-            headers.push(line.trim_end().to_ascii_lowercase());
-        }
-        let mut body = Vec::new();
-        let length = headers
-            .iter()
-            .find_map(|h| h.strip_prefix("content-length: "))
-            .map(|n| n.trim().parse::<usize>().unwrap());
-        match length {
-            // 204 No Content: no body, and no length to say so.
-            _ if status.contains(" 204 ") => {}
-            Some(n) => {
-                body.resize(n, 0);
-                self.stream.read_exact(&mut body).unwrap();
-            }
-            None => loop {
-                line.clear();
-                self.stream.read_line(&mut line).unwrap();
-                let size = usize::from_str_radix(line.trim(), 16).unwrap();
-                let mut chunk = vec![0; size + 2];
-                self.stream.read_exact(&mut chunk).unwrap();
-                if size == 0 {
-                    break;
-                }
-                body.extend_from_slice(&chunk[..size]);
-            },
-        }
+        let (status, headers, body) = crate::raw_http::read_response(&mut self.stream);
         Answer {
             status,
             headers,
@@ -147,26 +112,20 @@ fn read_call(id: Value, path: &str, meta: Option<Value>) -> Value {
     json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":params})
 }
 
-/// The `completed` audit event of the workspace's `test-hostile` call, once there is one.
-fn hostile_completed(ws: &Ws, since: Instant) -> Value {
-    loop {
-        let out = toolgate_command(ws)
-            .args(["audit", "--json", "--tool", "test-hostile"])
-            .output()
-            .unwrap();
-        let done = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .find(|e| e["event"] == "completed");
-        if let Some(e) = done {
-            return e;
-        }
-        assert!(
-            since.elapsed() < Duration::from_secs(15),
-            "the call kept running (its deadline is 30 s)"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+/// A server with the hostile test component, a session, and a call of it (`id`) that loops
+/// until its 30 s deadline, running for 400 ms already.
+fn looping_call(ws: &Ws, id: Value) -> (HttpServer, Raw, String) {
+    let hostile = hostile_component();
+    let server = http_server(ws, &["--component", hostile.to_str().unwrap()]);
+    let mut c = Raw::connect(&server);
+    let session = c.open_session();
+    c.send(
+        Some(&session),
+        &json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+            "params":{"name":"test-hostile","arguments":{"mode":"loop"}}}),
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    (server, c, session)
 }
 
 #[test]
@@ -229,16 +188,7 @@ fn a_call_on_an_initialized_session_is_answered_as_json_under_its_id() {
 #[test]
 fn cancelling_a_call_on_a_session_stops_it() {
     let ws = Ws::new();
-    let hostile = hostile_component();
-    let server = http_server(&ws, &["--component", hostile.to_str().unwrap()]);
-    let mut c = Raw::connect(&server);
-    let session = c.open_session();
-    c.send(
-        Some(&session),
-        &json!({"jsonrpc":"2.0","id":"loop","method":"tools/call",
-            "params":{"name":"test-hostile","arguments":{"mode":"loop"}}}),
-    );
-    std::thread::sleep(Duration::from_millis(400));
+    let (server, mut c, session) = looping_call(&ws, json!("loop"));
     // Another session (same token) naming the same id cancels nothing of this session's.
     let mut stranger = Raw::connect(&server);
     let theirs = stranger.open_session();
@@ -296,16 +246,7 @@ fn cancelling_a_call_on_a_session_stops_it() {
 #[test]
 fn a_client_hanging_up_stops_its_call() {
     let ws = Ws::new();
-    let hostile = hostile_component();
-    let server = http_server(&ws, &["--component", hostile.to_str().unwrap()]);
-    let mut c = Raw::connect(&server);
-    let session = c.open_session();
-    c.send(
-        Some(&session),
-        &json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
-            "params":{"name":"test-hostile","arguments":{"mode":"loop"}}}),
-    );
-    std::thread::sleep(Duration::from_millis(400));
+    let (_server, c, _session) = looping_call(&ws, json!(1));
     let gone_at = Instant::now();
     c.stream
         .get_ref()

@@ -127,23 +127,6 @@ fn a_cancelled_call_is_not_answered_and_its_id_serves_a_new_call() {
         "the cancelled call was answered: {next}"
     );
     // It stopped running long before its 30 s deadline: the audit says cancelled.
-    let audit = loop {
-        let out = toolgate_command(&ws)
-            .args(["audit", "--json", "--tool", "test-hostile"])
-            .output()
-            .unwrap();
-        let done = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .find(|e| e["event"] == "completed");
-        if let Some(e) = done {
-            break e;
-        }
-        assert!(
-            cancelled_at.elapsed() < Duration::from_secs(15),
-            "the cancelled call kept running"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let audit = hostile_completed(&ws, cancelled_at);
     assert_eq!(audit["detail"]["error_code"], "cancelled", "{audit}");
 }
