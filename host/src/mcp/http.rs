@@ -25,7 +25,9 @@
 //! - A POST that is not `application/json` is 415, a body that is not JSON 400 (`-32700`), a
 //!   batch 400 (`-32600`): each with a JSON-RPC error body.
 //! - Every connection is its own task, and every MCP request its own task inside rmcp, so one
-//!   session's slow call (a command, a hook, an approval) does not hold up another session.
+//!   session's slow call (a command, a hook, an approval) does not hold up another session. A
+//!   `tools/call` on an initialized session that needs nothing from the session's stream runs
+//!   in its request's task beside rmcp's session worker and is answered as JSON (`fast`).
 //! - A 2026-07-28 request (its `_meta` names the version and the client's capabilities) needs
 //!   no session: rmcp serves it statelessly, answered as plain JSON. Its toolgate session is
 //!   its conversation, [`conversation_session`] of the token and the optional
