@@ -14,10 +14,11 @@
 //! goes to rmcp as before:
 //! - the client did not declare elicitation (approvals are elicitation requests, which
 //!   belong on the call's stream), and the call asks for no progress (`progressToken`);
-//! - the `MCP-Protocol-Version` header is absent or a 2025 revision, and the call carries no
-//!   per-request protocol metadata (rmcp's header and `_meta` checks then have nothing to
-//!   refuse);
-//! - the session is initialized and rmcp still has it.
+//! - the `MCP-Protocol-Version` header is absent or a 2025 (or 2024-11-05) revision, and the
+//!   call carries no per-request protocol metadata (rmcp's header and `_meta` checks then have
+//!   nothing to refuse);
+//! - the session's `initialize` has been handled (its client's capabilities are known) and
+//!   rmcp still has the session.
 //!
 //! What rmcp's session did for a call is done here: `notifications/cancelled` naming the
 //! call (on the same session) cancels it, and so does the client closing the connection
@@ -79,6 +80,45 @@ impl Running {
     }
 }
 
+/// A call's place in [`Running`], given up when the request's future ends or is dropped; a
+/// request dropped before its call finished (the client went away) cancels the call, as
+/// rmcp's stream does.
+struct Entry<'a> {
+    running: &'a Running,
+    key: (String, RequestId),
+    number: u64,
+    ct: CancellationToken,
+    finished: bool,
+}
+
+impl<'a> Entry<'a> {
+    fn new(running: &'a Running, outer: &str, id: RequestId, ct: CancellationToken) -> Self {
+        let number = running.next.fetch_add(1, Ordering::Relaxed);
+        let key = (outer.to_string(), id);
+        running.lock().insert(key.clone(), (number, ct.clone()));
+        Entry {
+            running,
+            key,
+            number,
+            ct,
+            finished: false,
+        }
+    }
+}
+
+impl Drop for Entry<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.ct.cancel();
+        }
+        let mut calls = self.running.lock();
+        // A later call reusing the id took the place over: it stays.
+        if calls.get(&self.key).is_some_and(|(n, _)| *n == self.number) {
+            calls.remove(&self.key);
+        }
+    }
+}
+
 /// Whether the POST `message` with `headers` on a session whose connection is `conn` is a
 /// call this path serves (see the module's list).
 pub(super) fn takes(headers: &HeaderMap, message: &Value, conn: &McpConnection) -> bool {
@@ -132,21 +172,11 @@ pub(super) async fn serve(
     let mut context = RequestContext::new(r.id.clone(), peer);
     context.meta = std::mem::take(request.get_meta_mut());
     context.extensions = std::mem::take(request.extensions_mut());
-    let ct = context.ct.clone();
-    let number = running.next.fetch_add(1, Ordering::Relaxed);
-    let key = (outer.to_string(), r.id.clone());
-    running.lock().insert(key.clone(), (number, ct.clone()));
-    // The client going away before the answer cancels the call, as rmcp's stream does.
-    let cancel_on_drop = ct.clone().drop_guard();
+    let mut entry = Entry::new(running, outer, r.id.clone(), context.ct.clone());
     let task = tokio::spawn(async move { conn.handle_request(request, context).await });
     let result = task.await;
-    cancel_on_drop.disarm();
-    {
-        let mut calls = running.lock();
-        if calls.get(&key).is_some_and(|(n, _)| *n == number) {
-            calls.remove(&key);
-        }
-    }
+    entry.finished = true;
+    drop(entry);
     let answer: ServerJsonRpcMessage = match result {
         Ok(Ok(result)) => JsonRpcMessage::response(result, r.id),
         Ok(Err(error)) => JsonRpcMessage::error(error, Some(r.id)),

@@ -225,9 +225,9 @@ pub(super) async fn handle(
         let conn = made.lock().unwrap_or_else(|p| p.into_inner()).take();
         let shown = sessions
             .outer_for(&inner, token)
-            .inspect(|_| {
+            .inspect(|outer| {
                 if let Some(conn) = conn {
-                    sessions.attach(&inner, conn);
+                    sessions.attach(outer, conn);
                 }
             })
             .ok()

@@ -130,9 +130,9 @@ impl Sessions {
         Ok(outer)
     }
 
-    /// Remember the connection of rmcp's session `inner`.
-    pub(super) fn attach(&self, inner: &str, conn: WeakConnection) {
-        if let Some(b) = self.lock().by_outer.values_mut().find(|b| b.inner == inner) {
+    /// Remember the connection of the session clients know as `outer`.
+    pub(super) fn attach(&self, outer: &str, conn: WeakConnection) {
+        if let Some(b) = self.lock().by_outer.get_mut(outer) {
             b.conn = Some(conn);
         }
     }
