@@ -13,7 +13,8 @@
 //! own keep-alive connection, going round its share of the sessions with `read` (4 of 5 calls)
 //! and `grep` (1 of 5; `--grep-every N` for 1 of N, 0 for reads only), each worker starting
 //! at another point of that cycle. It prints throughput, p50/p99 per tool, every error by kind and the
-//! server's peak RSS (`VmHWM` in /proc/PID/status), then stops the server it started.
+//! server's peak RSS (`VmHWM` in /proc/PID/status), then stops the server it started. Before
+//! the load, three `read` calls one at a time, 60 ms apart, as a server in use has had.
 //! Loopback only; bounded in time; it stops by itself.
 
 use bytes::Bytes;
@@ -469,6 +470,24 @@ async fn main() {
         after_init,
         server.status_kib("VmHWM:").unwrap_or(0)
     );
+    // A server in use has answered calls one at a time before (with the idle work the quiet
+    // server does between them, `mcp/http/quiet.rs`): a few such calls, then the crowd.
+    if let Some(first) = all.first() {
+        let mut conn = Conn {
+            quickack: a.quickack,
+            port: server.port,
+            token: token.clone(),
+            sender: None,
+        };
+        for id in 0..3 {
+            tokio::time::sleep(Duration::from_millis(60)).await;
+            let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "read", "arguments": {"path": "src/d0/f0.txt"}}});
+            if let Err(e) = conn.post(Some(first), &body).await {
+                eprintln!("a call before the load failed: {}", e.kind());
+            }
+        }
+    }
     let all = Arc::new(all);
     let calls_began = Instant::now();
     let deadline = calls_began + a.duration;

@@ -1,6 +1,7 @@
 //! `tools/call` on an initialized 2025-11-25 HTTP session runs beside rmcp's session worker
 //! (issue #15): answered as JSON under its own id; a call that asks for progress still gets
-//! rmcp's stream; `notifications/cancelled` and a client hanging up both stop such a call.
+//! rmcp's stream; `notifications/cancelled` and a client hanging up both stop such a call,
+//! whether it ran in its request's task (a quiet server) or in a task of its own (under load).
 
 use crate::common::*;
 use crate::mcp::{http_server, HttpServer};
@@ -112,20 +113,48 @@ fn read_call(id: Value, path: &str, meta: Option<Value>) -> Value {
     json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":params})
 }
 
+/// How busy the server is when the call under test comes: a call is run in its request's
+/// own task while the server is quiet, in a task of its own under load.
+#[derive(Clone, Copy, Debug)]
+enum Load {
+    /// No other request for longer than the server's quiet window (50 ms).
+    Alone,
+    /// Another session's call is being handled at the same time.
+    Crowd,
+}
+
 /// A server with the hostile test component, a session, and a call of it (`id`) that loops
-/// until its 30 s deadline, running for 400 ms already.
-fn looping_call(ws: &Ws, id: Value) -> (HttpServer, Raw, String) {
+/// until its 30 s deadline, running for 400 ms already; under `Crowd`, with another
+/// session's looping call in flight too (its connection is returned to keep it so).
+fn looping_call(ws: &Ws, id: Value, load: Load) -> (HttpServer, Raw, String, Option<Raw>) {
     let hostile = hostile_component();
     let server = http_server(ws, &["--component", hostile.to_str().unwrap()]);
     let mut c = Raw::connect(&server);
     let session = c.open_session();
+    let crowd = match load {
+        Load::Alone => {
+            std::thread::sleep(Duration::from_millis(120));
+            None
+        }
+        Load::Crowd => {
+            let mut other = Raw::connect(&server);
+            let theirs = other.open_session();
+            other.send(
+                Some(&theirs),
+                &json!({"jsonrpc":"2.0","id":"crowd","method":"tools/call",
+                    "params":{"name":"test-hostile","arguments":{"mode":"loop"}}}),
+            );
+            std::thread::sleep(Duration::from_millis(200));
+            Some(other)
+        }
+    };
     c.send(
         Some(&session),
         &json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
             "params":{"name":"test-hostile","arguments":{"mode":"loop"}}}),
     );
     std::thread::sleep(Duration::from_millis(400));
-    (server, c, session)
+    (server, c, session, crowd)
 }
 
 #[test]
@@ -187,8 +216,14 @@ fn a_call_on_an_initialized_session_is_answered_as_json_under_its_id() {
 
 #[test]
 fn cancelling_a_call_on_a_session_stops_it() {
+    for load in [Load::Alone, Load::Crowd] {
+        cancel_stops_the_call(load);
+    }
+}
+
+fn cancel_stops_the_call(load: Load) {
     let ws = Ws::new();
-    let (server, mut c, session) = looping_call(&ws, json!("loop"));
+    let (server, mut c, session, _crowd) = looping_call(&ws, json!("loop"), load);
     // Another session (same token) naming the same id cancels nothing of this session's.
     let mut stranger = Raw::connect(&server);
     let theirs = stranger.open_session();
@@ -206,7 +241,7 @@ fn cancelling_a_call_on_a_session_stops_it() {
     let early = c.stream.get_mut().read(&mut byte);
     assert!(
         early.is_err(),
-        "another session's cancellation ended this session's call: {early:?}"
+        "{load:?}: another session's cancellation ended this session's call: {early:?}"
     );
     c.stream
         .get_ref()
@@ -223,7 +258,7 @@ fn cancelling_a_call_on_a_session_stops_it() {
     let a = c.answer();
     assert!(
         cancelled_at.elapsed() < Duration::from_secs(10),
-        "the cancelled call ran on"
+        "{load:?}: the cancelled call ran on"
     );
     let m = a.message(&json!("loop"));
     assert_eq!(
@@ -231,7 +266,10 @@ fn cancelling_a_call_on_a_session_stops_it() {
         "{m}"
     );
     let audit = hostile_completed(&ws, cancelled_at);
-    assert_eq!(audit["detail"]["error_code"], "cancelled", "{audit}");
+    assert_eq!(
+        audit["detail"]["error_code"], "cancelled",
+        "{load:?}: {audit}"
+    );
     // The session serves the next call.
     ws.write("next.txt", "next call\n");
     let a = c.post(Some(&session), &read_call(json!(2), "next.txt", None));
@@ -245,14 +283,19 @@ fn cancelling_a_call_on_a_session_stops_it() {
 
 #[test]
 fn a_client_hanging_up_stops_its_call() {
-    let ws = Ws::new();
-    let (_server, c, _session) = looping_call(&ws, json!(1));
-    let gone_at = Instant::now();
-    c.stream
-        .get_ref()
-        .shutdown(std::net::Shutdown::Both)
-        .unwrap();
-    drop(c);
-    let audit = hostile_completed(&ws, gone_at);
-    assert_eq!(audit["detail"]["error_code"], "cancelled", "{audit}");
+    for load in [Load::Alone, Load::Crowd] {
+        let ws = Ws::new();
+        let (_server, c, _session, _crowd) = looping_call(&ws, json!(1), load);
+        let gone_at = Instant::now();
+        c.stream
+            .get_ref()
+            .shutdown(std::net::Shutdown::Both)
+            .unwrap();
+        drop(c);
+        let audit = hostile_completed(&ws, gone_at);
+        assert_eq!(
+            audit["detail"]["error_code"], "cancelled",
+            "{load:?}: {audit}"
+        );
+    }
 }

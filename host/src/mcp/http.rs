@@ -28,6 +28,8 @@
 //!   session's slow call (a command, a hook, an approval) does not hold up another session. A
 //!   `tools/call` on an initialized session that needs nothing from the session's stream runs
 //!   in its request's task beside rmcp's session worker and is answered as JSON (`fast`).
+//!   While the server is quiet (one request at a time, `quiet`), a call's answer is followed
+//!   by the sandbox's idle work (its store dropped, the next call's instance made ahead).
 //! - A 2026-07-28 request (its `_meta` names the version and the client's capabilities) needs
 //!   no session: rmcp serves it statelessly, answered as plain JSON. Its toolgate session is
 //!   its conversation, [`conversation_session`] of the token and the optional
@@ -39,6 +41,7 @@
 
 mod allowlist;
 mod fast;
+mod quiet;
 mod request;
 mod sessions;
 
@@ -52,7 +55,8 @@ use anyhow::{bail, Context};
 use hyper::body::Incoming;
 use hyper::Request;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use request::{busy_response, handle};
+use quiet::{Quiet, QUIET_FOR};
+use request::{busy_response, handle, Served};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use sessions::{close_sessions, SessionLimits, Sessions};
@@ -187,7 +191,7 @@ pub async fn serve_http(
     if options.allow_remote && !local.ip().is_unspecified() && !local.ip().is_loopback() {
         extra.push(local.to_string());
     }
-    let allowlist = Arc::new(Allowlist::new(local.port(), &extra));
+    let allowlist = Allowlist::new(local.port(), &extra);
 
     // The Host/Origin check above runs first and is the one relied on; rmcp's own check is
     // turned off so the two cannot disagree about spelling (e.g. `[::1]`).
@@ -207,11 +211,13 @@ pub async fn serve_http(
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = None;
     let manager = Arc::new(manager);
-    let console = Arc::new(crate::console::Console::new(gate.clone()));
+    let console = crate::console::Console::new(gate.clone());
     let forms = Arc::new(super::render::ToolForms::default());
+    let factory_gate = gate.clone();
     let service = StreamableHttpService::new(
         move || {
-            let made = McpConnection::with_forms(gate.clone(), state_key.clone(), forms.clone());
+            let made =
+                McpConnection::with_forms(factory_gate.clone(), state_key.clone(), forms.clone());
             // Called inside the request's own task: `handle` learns the session's connection.
             let _ = request::MADE.try_with(|slot| {
                 *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(made.downgrade());
@@ -244,9 +250,21 @@ pub async fn serve_http(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(options.header_timeout);
+    let console_url = format!("http://{local}/#token={}", tokens.first());
+    let served = Arc::new(Served {
+        gate,
+        service,
+        console,
+        allowlist,
+        tokens: tokens.clone(),
+        sessions,
+        manager,
+        limits,
+        quiet: Quiet::new(QUIET_FOR),
+    });
     ready(&Listening {
         addr: local,
-        console: format!("http://{local}/#token={}", tokens.first()),
+        console: console_url,
         token_file,
         created,
         tokens: tokens.len(),
@@ -287,30 +305,12 @@ pub async fn serve_http(
             });
             continue;
         };
-        let service = service.clone();
-        let console = console.clone();
-        let allowlist = allowlist.clone();
-        let tokens = tokens.clone();
-        let sessions = sessions.clone();
-        let manager = manager.clone();
+        let served = served.clone();
         let builder = builder.clone();
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |req: Request<Incoming>| {
-                let service = service.clone();
-                let console = console.clone();
-                let allowlist = allowlist.clone();
-                let tokens = tokens.clone();
-                let sessions = sessions.clone();
-                let manager = manager.clone();
-                async move {
-                    Ok::<_, Infallible>(
-                        handle(
-                            req, service, &console, &allowlist, &tokens, &sessions, &manager,
-                            limits,
-                        )
-                        .await,
-                    )
-                }
+                let served = served.clone();
+                async move { Ok::<_, Infallible>(handle(req, &served).await) }
             });
             if let Err(e) = builder
                 .serve_connection(TokioIo::new(stream), handler)

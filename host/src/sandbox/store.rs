@@ -16,11 +16,10 @@
 //!   for writing outlives its call for longer than an answer takes. At most [`MAX_DONE`] wait;
 //!   a call that finds that many drops them first.
 //!
-//! A process that never calls [`Stores::idle`] (a one-shot call, the library, the HTTP
-//! server) keeps neither: its stores are made and dropped on the call's path. Over HTTP the
-//! answer is written by rmcp after the handler returns, so the work could only run beside it,
-//! and under the load script (100 calls in flight) it competed with the calls: ~12% fewer
-//! calls a second, for 20-30 µs on one connection's calls.
+//! A process that never calls [`Stores::idle`] (a one-shot call, the library) keeps neither:
+//! its stores are made and dropped on the call's path. The HTTP server calls it beside an
+//! answer only while it is quiet (one request at a time, `mcp/http/quiet.rs`): under the load
+//! script (100 calls in flight) the work competed with the calls, ~12% fewer calls a second.
 
 use super::{limiter, net, tool_bindings, walk, CallState, Capabilities, Limits, Loaded};
 use super::{Cancelled, EPOCH_TICK};

@@ -22,7 +22,16 @@
 //!
 //! What rmcp's session did for a call is done here: `notifications/cancelled` naming the
 //! call (on the same session) cancels it, and so does the client closing the connection
-//! before the answer (the call is its own task, cancelled when the request is dropped).
+//! before the answer.
+//!
+//! While the server is quiet (one request at a time, `quiet`), the call runs in the request's
+//! task itself: a task of its own is handed to the other runtime worker, which is woken for
+//! it (measured on one connection: ~0.8 fewer context switches and ~100 µs less server CPU a
+//! call). A request dropped before its call ended (the client went away) hands what is left
+//! of the call to a task of its own, cancelled, so the call still ends as a cancelled call
+//! does (its audit, its cleanup). Under load the call is a task of its own: run in place, the
+//! load script's calls (100 in flight) were ~15% fewer a second, with p99 30-35 ms instead of
+//! 23-24 ms.
 
 use crate::mcp::McpConnection;
 use bytes::Bytes;
@@ -34,8 +43,11 @@ use rmcp::service::{RequestContext, Service as _};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::task::{Context, Poll};
 use tokio_util::sync::CancellationToken;
 
 type Body = BoxBody<Bytes, Infallible>;
@@ -153,11 +165,13 @@ pub(super) fn takes(headers: &HeaderMap, message: &Value, conn: &McpConnection) 
 
 /// Run the call in `message` for session `outer` (cancellable through `running`) and answer
 /// it as JSON; `None` (nothing run) if `message` does not read as a call, so rmcp answers it.
+/// `in_place`: in the request's own task (a quiet server), else in a task of its own.
 pub(super) async fn serve(
     conn: McpConnection,
     message: Value,
     running: &Running,
     outer: &str,
+    in_place: bool,
 ) -> Option<Response<Body>> {
     let peer = conn.handshake_peer()?;
     let JsonRpcMessage::Request(r) =
@@ -173,23 +187,23 @@ pub(super) async fn serve(
     context.meta = std::mem::take(request.get_meta_mut());
     context.extensions = std::mem::take(request.extensions_mut());
     let mut entry = Entry::new(running, outer, r.id.clone(), context.ct.clone());
-    let task = tokio::spawn(async move { conn.handle_request(request, context).await });
-    let result = task.await;
+    let call = async move { conn.handle_request(request, context).await };
+    let result = if in_place {
+        Detach::new(call).await
+    } else {
+        tokio::spawn(call).await.unwrap_or_else(|e| {
+            tracing::error!(error = %e, "a tools/call task failed");
+            Err(rmcp::ErrorData::internal_error(
+                "the call's task failed; see the server's log",
+                None,
+            ))
+        })
+    };
     entry.finished = true;
     drop(entry);
     let answer: ServerJsonRpcMessage = match result {
-        Ok(Ok(result)) => JsonRpcMessage::response(result, r.id),
-        Ok(Err(error)) => JsonRpcMessage::error(error, Some(r.id)),
-        Err(e) => {
-            tracing::error!(error = %e, "a tools/call task failed");
-            JsonRpcMessage::error(
-                rmcp::ErrorData::internal_error(
-                    "the call's task failed; see the server's log",
-                    None,
-                ),
-                Some(r.id),
-            )
-        }
+        Ok(result) => JsonRpcMessage::response(result, r.id),
+        Err(error) => JsonRpcMessage::error(error, Some(r.id)),
     };
     let body = match serde_json::to_vec(&answer) {
         Ok(b) => b,
@@ -211,4 +225,44 @@ pub(super) async fn serve(
         hyper::header::HeaderValue::from_static("application/json"),
     );
     Some(response)
+}
+
+/// A call run in place; dropped before it ended, what is left of it runs to its end in a task
+/// of its own (cancelled as the request gives it up, see [`Entry`]).
+struct Detach<T: Send + 'static> {
+    call: Option<Pin<Box<dyn Future<Output = T> + Send>>>,
+}
+
+impl<T: Send + 'static> Detach<T> {
+    fn new(call: impl Future<Output = T> + Send + 'static) -> Self {
+        Detach {
+            call: Some(Box::pin(call)),
+        }
+    }
+}
+
+impl<T: Send + 'static> Future for Detach<T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        // Awaited once: after its end it is never polled again.
+        let Some(call) = self.call.as_mut() else {
+            return Poll::Pending;
+        };
+        let out = call.as_mut().poll(cx);
+        if out.is_ready() {
+            self.call = None;
+        }
+        out
+    }
+}
+
+impl<T: Send + 'static> Drop for Detach<T> {
+    fn drop(&mut self) {
+        if let Some(call) = self.call.take() {
+            tokio::spawn(async move {
+                let _ = call.await;
+            });
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! One HTTP request: the Host/Origin and token checks, then the console or rmcp with the
 //! session id translated; and the error responses.
 
+use super::quiet::Quiet;
 use super::sessions::{close_sessions, SessionLimits, Sessions};
 use super::{
     conversation_session, Allowlist, Tokens, CONVERSATION_HEADER, INTERNAL_CONVERSATION_HEADER,
@@ -28,19 +29,36 @@ tokio::task_local! {
 /// The largest request body read (rmcp's own limit).
 const MAX_BODY: usize = 4 * 1024 * 1024;
 
+/// What every request of one server is handled with.
+pub(super) struct Served {
+    pub(super) gate: Arc<crate::gate::Gate>,
+    pub(super) service: StreamableHttpService<McpConnection, LocalSessionManager>,
+    pub(super) console: crate::console::Console,
+    pub(super) allowlist: Allowlist,
+    pub(super) tokens: Arc<Tokens>,
+    pub(super) sessions: Arc<Sessions>,
+    pub(super) manager: Arc<LocalSessionManager>,
+    pub(super) limits: SessionLimits,
+    pub(super) quiet: Quiet,
+}
+
 /// One request: the checks, then the console's page or API, or rmcp with the session id
 /// translated.
-#[allow(clippy::too_many_arguments)]
-pub(super) async fn handle(
-    req: Request<Incoming>,
-    mut service: StreamableHttpService<McpConnection, LocalSessionManager>,
-    console: &crate::console::Console,
-    allowlist: &Allowlist,
-    tokens: &Tokens,
-    sessions: &Arc<Sessions>,
-    manager: &LocalSessionManager,
-    limits: SessionLimits,
-) -> Response<Body> {
+pub(super) async fn handle(req: Request<Incoming>, served: &Served) -> Response<Body> {
+    let _active = served.quiet.enter();
+    let Served {
+        gate,
+        service,
+        console,
+        allowlist,
+        tokens,
+        sessions,
+        manager,
+        limits,
+        quiet,
+    } = served;
+    let (manager, limits) = (&**manager, *limits);
+    let mut service = service.clone();
     if let Some(refusal) = refuse(&req, allowlist) {
         return refusal;
     }
@@ -87,6 +105,7 @@ pub(super) async fn handle(
         }
     };
     let mut initialize = false;
+    let mut calling = false;
     let mut parsed = None;
     if posting {
         match serde_json::from_slice::<serde_json::Value>(&body) {
@@ -101,7 +120,9 @@ pub(super) async fn handle(
                 )
             }
             Ok(v) => {
-                initialize = v.get("method").and_then(|m| m.as_str()) == Some("initialize");
+                let method = v.get("method").and_then(|m| m.as_str());
+                initialize = method == Some("initialize");
+                calling = method == Some("tools/call");
                 parsed = Some(v);
             }
         }
@@ -203,8 +224,11 @@ pub(super) async fn handle(
         }
     };
     if let (Some((conn, message)), Some(outer)) = (session_conn, &outer) {
-        if let Some(answer) = super::fast::serve(conn, message, &sessions.calls, outer).await {
+        let alone = quiet.is_quiet();
+        if let Some(answer) = super::fast::serve(conn, message, &sessions.calls, outer, alone).await
+        {
             drop(in_flight);
+            quiet.answered_call(gate);
             return answer;
         }
     }
@@ -213,6 +237,10 @@ pub(super) async fn handle(
     // The connection rmcp makes for a new session, to find it by the session later.
     let made = Arc::new(std::sync::Mutex::new(None));
     let Ok(mut response) = MADE.scope(made.clone(), service.call(req)).await;
+    if calling {
+        // Done unless its answer is streamed, and then the gate is busy and does nothing.
+        quiet.answered_call(gate);
+    }
     let created = response
         .headers()
         .get(SESSION_HEADER)
