@@ -47,6 +47,7 @@ mod walk_race;
 // The agent's path at full speed, MCP 2026-07-28 (issue #15).
 mod cold_start;
 mod mcp_2026;
+mod mcp_2026_calls;
 mod mcp_http_calls;
 mod mcp_stdio_calls;
 #[path = "../raw_http.rs"]

@@ -44,6 +44,7 @@ mod fast;
 mod quiet;
 mod request;
 mod sessions;
+mod stateless;
 
 pub use super::token::{default_token_file, Tokens, TOKEN_FILE_NAME};
 pub use allowlist::Allowlist;
@@ -214,10 +215,14 @@ pub async fn serve_http(
     let console = crate::console::Console::new(gate.clone());
     let forms = Arc::new(super::render::ToolForms::default());
     let factory_gate = gate.clone();
+    let (factory_key, factory_forms) = (state_key.clone(), forms.clone());
     let service = StreamableHttpService::new(
         move || {
-            let made =
-                McpConnection::with_forms(factory_gate.clone(), state_key.clone(), forms.clone());
+            let made = McpConnection::with_forms(
+                factory_gate.clone(),
+                factory_key.clone(),
+                factory_forms.clone(),
+            );
             // Called inside the request's own task: `handle` learns the session's connection.
             let _ = request::MADE.try_with(|slot| {
                 *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(made.downgrade());
@@ -252,7 +257,6 @@ pub async fn serve_http(
         .header_read_timeout(options.header_timeout);
     let console_url = format!("http://{local}/#token={}", tokens.first());
     let served = Arc::new(Served {
-        gate,
         service,
         console,
         allowlist,
@@ -261,6 +265,14 @@ pub async fn serve_http(
         manager,
         limits,
         quiet: Quiet::new(QUIET_FOR),
+        modern: stateless::ModernPeer::new(McpConnection::with_forms(
+            gate.clone(),
+            state_key.clone(),
+            forms.clone(),
+        )),
+        gate,
+        state_key,
+        forms,
     });
     ready(&Listening {
         addr: local,

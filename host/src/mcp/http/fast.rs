@@ -12,6 +12,7 @@
 //!
 //! Only calls that need nothing from the session's stream come this way; everything else
 //! goes to rmcp as before:
+//! - `Accept` names both `application/json` and `text/event-stream` (rmcp's rule for a POST);
 //! - the client did not declare elicitation (approvals are elicitation requests, which
 //!   belong on the call's stream), and the call asks for no progress (`progressToken`);
 //! - the `MCP-Protocol-Version` header is absent or a 2025 (or 2024-11-05) revision, and the
@@ -136,6 +137,7 @@ impl Drop for Entry<'_> {
 pub(super) fn takes(headers: &HeaderMap, message: &Value, conn: &McpConnection) -> bool {
     if message.get("method").and_then(Value::as_str) != Some("tools/call")
         || message.get("id").is_none()
+        || !accepts_json_and_sse(headers)
     {
         return false;
     }
@@ -205,7 +207,12 @@ pub(super) async fn serve(
         Ok(result) => JsonRpcMessage::response(result, r.id),
         Err(error) => JsonRpcMessage::error(error, Some(r.id)),
     };
-    let body = match serde_json::to_vec(&answer) {
+    Some(json_response(&answer, StatusCode::OK))
+}
+
+/// `answer` as an `application/json` response with `status`.
+pub(super) fn json_response(answer: &ServerJsonRpcMessage, status: StatusCode) -> Response<Body> {
+    let body = match serde_json::to_vec(answer) {
         Ok(b) => b,
         Err(e) => {
             tracing::error!(error = %e, "serializing a call's answer failed");
@@ -216,25 +223,40 @@ pub(super) async fn serve(
                 .boxed(),
             );
             *failed.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-            return Some(failed);
+            return failed;
         }
     };
     let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
+    *response.status_mut() = status;
     response.headers_mut().insert(
         hyper::header::CONTENT_TYPE,
         hyper::header::HeaderValue::from_static("application/json"),
     );
-    Some(response)
+    response
+}
+
+/// Whether `headers` accept both JSON and an event stream (rmcp answers any other POST 406).
+pub(super) fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
+    let (mut json, mut sse) = (false, false);
+    for value in headers.get_all(hyper::header::ACCEPT) {
+        let Ok(value) = value.to_str() else { continue };
+        for item in value.split(',') {
+            let essence = item.split(';').next().unwrap_or("").trim();
+            json |= essence.eq_ignore_ascii_case("application/json");
+            sse |= essence.eq_ignore_ascii_case("text/event-stream");
+        }
+    }
+    json && sse
 }
 
 /// A call run in place; dropped before it ended, what is left of it runs to its end in a task
 /// of its own (cancelled as the request gives it up, see [`Entry`]).
-struct Detach<T: Send + 'static> {
+pub(super) struct Detach<T: Send + 'static> {
     call: Option<Pin<Box<dyn Future<Output = T> + Send>>>,
 }
 
 impl<T: Send + 'static> Detach<T> {
-    fn new(call: impl Future<Output = T> + Send + 'static) -> Self {
+    pub(super) fn new(call: impl Future<Output = T> + Send + 'static) -> Self {
         Detach {
             call: Some(Box::pin(call)),
         }

@@ -40,6 +40,22 @@ pub(super) struct Served {
     pub(super) manager: Arc<LocalSessionManager>,
     pub(super) limits: SessionLimits,
     pub(super) quiet: Quiet,
+    /// What a stateless 2026-07-28 call's connection is made with, as rmcp's factory does.
+    pub(super) state_key: Arc<crate::mcp::mrtr::StateKey>,
+    pub(super) forms: Arc<crate::mcp::render::ToolForms>,
+    /// The peer stateless calls run beside rmcp are handled with.
+    pub(super) modern: super::stateless::ModernPeer,
+}
+
+impl Served {
+    /// A connection for one stateless request, as rmcp's factory makes.
+    pub(super) fn connection(&self) -> McpConnection {
+        McpConnection::with_forms(
+            self.gate.clone(),
+            self.state_key.clone(),
+            self.forms.clone(),
+        )
+    }
 }
 
 /// One request: the checks, then the console's page or API, or rmcp with the session id
@@ -56,6 +72,7 @@ pub(super) async fn handle(req: Request<Incoming>, served: &Served) -> Response<
         manager,
         limits,
         quiet,
+        ..
     } = served;
     let (manager, limits) = (&**manager, *limits);
     let mut service = service.clone();
@@ -133,6 +150,7 @@ pub(super) async fn handle(req: Request<Incoming>, served: &Served) -> Response<
     let mut in_flight = None;
     let mut reservation = None;
     let mut session_conn = None;
+    let mut modern_call = None;
     let outer = match req.headers().get(SESSION_HEADER) {
         None => {
             if initialize {
@@ -170,6 +188,12 @@ pub(super) async fn handle(req: Request<Incoming>, served: &Served) -> Response<
             let session = conversation_session(digest, named);
             if let Ok(v) = hyper::header::HeaderValue::from_str(&session) {
                 req.headers_mut().insert(INTERNAL_CONVERSATION_HEADER, v);
+            }
+            if let (true, Some(message)) = (posting && calling, &parsed) {
+                let conn = served.connection();
+                if super::stateless::takes(req.headers(), message, &conn) {
+                    modern_call = parsed.take().map(|m| (conn, m));
+                }
             }
             None
         }
@@ -230,6 +254,19 @@ pub(super) async fn handle(req: Request<Incoming>, served: &Served) -> Response<
             drop(in_flight);
             quiet.answered_call(gate);
             return answer;
+        }
+    }
+    if let Some((conn, message)) = modern_call {
+        let (parts, body) = req.into_parts();
+        let alone = quiet.is_quiet();
+        let peer = &served.modern;
+        match super::stateless::serve(conn, peer, message, parts, alone).await {
+            Ok(answer) => {
+                quiet.answered_call(gate);
+                return answer;
+            }
+            // Not a call after all: rmcp answers it.
+            Err(parts) => req = Request::from_parts(parts, body),
         }
     }
     let deleting = req.method() == hyper::Method::DELETE;
