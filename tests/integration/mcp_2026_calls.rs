@@ -61,6 +61,9 @@ const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
 const VERSION: (&str, &str) = ("MCP-Protocol-Version", "2026-07-28");
 const METHOD: (&str, &str) = ("Mcp-Method", "tools/call");
 
+/// A refused request: what it is, its headers and body, the status and the text wanted.
+type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, String, &'a str, &'a str);
+
 #[test]
 fn stateless_calls_are_answered_or_refused_exactly_as_rmcp_would() {
     let ws = Ws::new();
@@ -88,7 +91,7 @@ fn stateless_calls_are_answered_or_refused_exactly_as_rmcp_would() {
 
     // Each of these disagrees with its body or misses what 2026-07-28 requires.
     let mismatch = "-32020";
-    let cases: Vec<(&str, Vec<(&str, &str)>, String, &str, &str)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "a name header naming another tool",
             vec![ACCEPT, VERSION, METHOD, ("Mcp-Name", "write")],
