@@ -126,6 +126,13 @@ impl Gate {
         }
     }
 
+    /// The server's calls overlap (many clients): what [`Gate::idle`] would do is left until
+    /// it is called again; meanwhile each call drops its store as it ends and makes its own
+    /// instance, with nothing kept between calls.
+    pub fn under_load(&self) {
+        self.sandbox.under_load();
+    }
+
     /// Whether any call is in flight.
     fn busy(&self) -> bool {
         self.in_flight.load(std::sync::atomic::Ordering::Relaxed) != 0

@@ -31,7 +31,8 @@
 //!   While the server is quiet (one request at a time, `quiet`), a call's answer is followed
 //!   by the sandbox's idle work (its store dropped, the next call's instance made ahead).
 //! - A 2026-07-28 request (its `_meta` names the version and the client's capabilities) needs
-//!   no session: rmcp serves it statelessly, answered as plain JSON. Its toolgate session is
+//!   no session: rmcp serves it statelessly, answered as plain JSON; a `tools/call` whose
+//!   headers and `_meta` rmcp would surely accept runs beside rmcp instead (`stateless`). Its toolgate session is
 //!   its conversation, [`conversation_session`] of the token and the optional
 //!   `Toolgate-Conversation` header, passed to the handler in an internal header that is
 //!   stripped from every client request first. Any process serving the workspace may answer

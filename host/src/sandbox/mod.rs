@@ -373,6 +373,11 @@ impl Sandbox {
         }
     }
 
+    /// The server is under load: see [`store::Stores::under_load`].
+    pub fn under_load(&self) {
+        self.stores.under_load();
+    }
+
     /// The server has answered and waits for the next request: do what finished calls left
     /// and make the next calls' instances ahead (see [`store`]).
     pub async fn idle(&self) {

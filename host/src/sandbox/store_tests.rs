@@ -261,3 +261,29 @@ async fn only_a_read_only_calls_store_waits_for_the_idle_moment() {
         "a call that could write kept its store (and its open files) past its end"
     );
 }
+
+#[tokio::test]
+async fn under_load_nothing_waits_and_no_spare_is_made_until_the_next_idle_moment() {
+    let (f, _dir, caps) = warmed().await;
+    let waiting = || f.sandbox.stores.lock().done.len();
+    let ok = || json!({"mode": "ok"});
+    let r = f.call(&caps, &Limits::default(), ok(), &never()).await;
+    assert!(matches!(r, Ok(GuestResult::Output(_))));
+    assert_eq!((f.spares_used(), waiting()), (1, 1));
+
+    // Calls overlap now: the kept store is dropped at once, and later calls keep none.
+    f.sandbox.under_load();
+    assert_eq!(waiting(), 0, "a finished store still waited under load");
+    for _ in 0..2 {
+        let r = f.call(&caps, &Limits::default(), ok(), &never()).await;
+        assert!(matches!(r, Ok(GuestResult::Output(_))));
+        assert_eq!(waiting(), 0, "a call under load kept its store");
+    }
+    assert_eq!(f.spares_used(), 1, "a call under load ran in a spare");
+
+    // Quiet again: spares and the deferred drop come back.
+    f.sandbox.idle().await;
+    let r = f.call(&caps, &Limits::default(), ok(), &never()).await;
+    assert!(matches!(r, Ok(GuestResult::Output(_))));
+    assert_eq!((f.spares_used(), waiting()), (2, 1));
+}

@@ -67,11 +67,13 @@ impl Quiet {
     }
 
     /// A request answered a call of `gate`: if the server is quiet, the call's leftover work
-    /// is done beside the answer being written.
+    /// is done beside the answer being written; if not, nothing is kept for later.
     pub(super) fn answered_call(&self, gate: &Arc<Gate>) {
         if self.is_quiet() {
             let gate = gate.clone();
             tokio::spawn(async move { gate.idle().await });
+        } else {
+            gate.under_load();
         }
     }
 }
