@@ -207,6 +207,7 @@ pub async fn serve_http(
     // workspace, which knows a read only from the database: a call that read answers once
     // its read record is committed, not after the writer's linger.
     gate.state().share_reads_at_once();
+    gate.state().serve_many();
     gate.run_scans_apart();
     // Sessions expire by our idle rule (which spares a session with a call in flight), not by
     // rmcp's keep-alive, which would end a session whose call runs long without messages.
