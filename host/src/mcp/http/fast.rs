@@ -39,8 +39,8 @@ use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::{HeaderMap, Response, StatusCode};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetExtensions as _, GetMeta as _};
-use rmcp::model::{JsonRpcMessage, RequestId, ServerJsonRpcMessage};
-use rmcp::service::{RequestContext, Service as _};
+use rmcp::model::{JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerResult};
+use rmcp::service::{RequestContext, RoleServer, Service as _};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -189,18 +189,7 @@ pub(super) async fn serve(
     context.meta = std::mem::take(request.get_meta_mut());
     context.extensions = std::mem::take(request.extensions_mut());
     let mut entry = Entry::new(running, outer, r.id.clone(), context.ct.clone());
-    let call = async move { conn.handle_request(request, context).await };
-    let result = if in_place {
-        Detach::new(call).await
-    } else {
-        tokio::spawn(call).await.unwrap_or_else(|e| {
-            tracing::error!(error = %e, "a tools/call task failed");
-            Err(rmcp::ErrorData::internal_error(
-                "the call's task failed; see the server's log",
-                None,
-            ))
-        })
-    };
+    let result = run(conn, request, context, in_place).await;
     entry.finished = true;
     drop(entry);
     let answer: ServerJsonRpcMessage = match result {
@@ -208,6 +197,27 @@ pub(super) async fn serve(
         Err(error) => JsonRpcMessage::error(error, Some(r.id)),
     };
     Some(json_response(&answer, StatusCode::OK))
+}
+
+/// `request` handled by `conn` in the caller's task (`in_place`: a quiet server) or in a task
+/// of its own.
+pub(super) async fn run(
+    conn: McpConnection,
+    request: ClientRequest,
+    context: RequestContext<RoleServer>,
+    in_place: bool,
+) -> Result<ServerResult, rmcp::ErrorData> {
+    let call = async move { conn.handle_request(request, context).await };
+    if in_place {
+        return Detach::new(call).await;
+    }
+    tokio::spawn(call).await.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "a tools/call task failed");
+        Err(rmcp::ErrorData::internal_error(
+            "the call's task failed; see the server's log",
+            None,
+        ))
+    })
 }
 
 /// `answer` as an `application/json` response with `status`.
@@ -251,12 +261,12 @@ pub(super) fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
 
 /// A call run in place; dropped before it ended, what is left of it runs to its end in a task
 /// of its own (cancelled as the request gives it up, see [`Entry`]).
-pub(super) struct Detach<T: Send + 'static> {
+struct Detach<T: Send + 'static> {
     call: Option<Pin<Box<dyn Future<Output = T> + Send>>>,
 }
 
 impl<T: Send + 'static> Detach<T> {
-    pub(super) fn new(call: impl Future<Output = T> + Send + 'static) -> Self {
+    fn new(call: impl Future<Output = T> + Send + 'static) -> Self {
         Detach {
             call: Some(Box::pin(call)),
         }

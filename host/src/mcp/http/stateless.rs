@@ -22,7 +22,7 @@
 //!
 //! A client that goes away before the answer cancels the call, as rmcp's would.
 
-use super::fast::{accepts_json_and_sse, Detach};
+use super::fast::accepts_json_and_sse;
 use crate::mcp::McpConnection;
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
@@ -33,7 +33,7 @@ use rmcp::model::{
     GetMeta as _, Implementation, InitializeRequestParams, JsonRpcMessage, ProtocolVersion,
     ServerJsonRpcMessage,
 };
-use rmcp::service::{Peer, RequestContext, RoleServer, RunningService, Service as _};
+use rmcp::service::{Peer, RequestContext, RoleServer, RunningService};
 use rmcp::ServerHandler as _;
 use serde_json::Value;
 use std::convert::Infallible;
@@ -166,18 +166,7 @@ pub(super) async fn serve(
     let ct = context.ct.clone();
     // Cancelled if the request is dropped before its call ended (the client went away).
     let gone = ct.clone().drop_guard();
-    let call = async move { conn.handle_request(request, context).await };
-    let result = if in_place {
-        Detach::new(call).await
-    } else {
-        tokio::spawn(call).await.unwrap_or_else(|e| {
-            tracing::error!(error = %e, "a tools/call task failed");
-            Err(rmcp::ErrorData::internal_error(
-                "the call's task failed; see the server's log",
-                None,
-            ))
-        })
-    };
+    let result = super::fast::run(conn, request, context, in_place).await;
     gone.disarm();
     let answer: ServerJsonRpcMessage = match result {
         Ok(result) => JsonRpcMessage::response(result, r.id),
