@@ -209,3 +209,20 @@ fn non_ascii_text_keeps_its_characters() {
         "mot de passe: «secret» — password=[redacted:password:…] fin"
     );
 }
+
+#[test]
+fn names_are_decided_the_same_when_remembered_and_past_the_memory_s_size() {
+    // Each name twice (the second answer comes from the memory), over more names than it
+    // holds, so it is emptied on the way; long names are never remembered.
+    for round in 0..2 {
+        for i in 0..(MEMO_MAX + 300) {
+            let secret = format!("service{i}_password");
+            let benign = format!("service{i}_password_file");
+            assert_eq!(secret_name_kind(&secret), Some("password"), "{round} {secret}");
+            assert_eq!(secret_name_kind(&benign), None, "{round} {benign}");
+        }
+    }
+    let long = format!("{}_api_key", "x".repeat(MEMO_NAME_MAX));
+    assert_eq!(secret_name_kind(&long), Some("key"));
+    assert_eq!(secret_name_kind(&long), Some("key"));
+}
