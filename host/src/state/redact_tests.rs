@@ -218,7 +218,11 @@ fn names_are_decided_the_same_when_remembered_and_past_the_memory_s_size() {
         for i in 0..(MEMO_MAX + 300) {
             let secret = format!("service{i}_password");
             let benign = format!("service{i}_password_file");
-            assert_eq!(secret_name_kind(&secret), Some("password"), "{round} {secret}");
+            assert_eq!(
+                secret_name_kind(&secret),
+                Some("password"),
+                "{round} {secret}"
+            );
             assert_eq!(secret_name_kind(&benign), None, "{round} {benign}");
         }
     }
