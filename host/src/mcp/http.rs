@@ -32,8 +32,9 @@
 //!   by the sandbox's idle work (its store dropped, the next call's instance made ahead).
 //! - A 2026-07-28 request (its `_meta` names the version and the client's capabilities) needs
 //!   no session: rmcp serves it statelessly, answered as plain JSON; a `tools/call` whose
-//!   headers and `_meta` rmcp would surely accept runs beside rmcp instead (`stateless`). Its toolgate session is
-//!   its conversation, [`conversation_session`] of the token and the optional
+//!   headers and `_meta` rmcp would surely accept runs beside rmcp instead (`stateless`).
+//!   Its toolgate session is its conversation, [`conversation_session`] of the token and the
+//!   optional
 //!   `Toolgate-Conversation` header, passed to the handler in an internal header that is
 //!   stripped from every client request first. Any process serving the workspace may answer
 //!   it (approval states verify on every process given the same
@@ -216,15 +217,15 @@ pub async fn serve_http(
     let manager = Arc::new(manager);
     let console = crate::console::Console::new(gate.clone());
     let forms = Arc::new(super::render::ToolForms::default());
-    let factory_gate = gate.clone();
-    let (factory_key, factory_forms) = (state_key.clone(), forms.clone());
+    // One maker of connections, for rmcp's factory and for the calls run beside rmcp.
+    let connect: Arc<request::Connect> = {
+        let gate = gate.clone();
+        Arc::new(move || McpConnection::with_forms(gate.clone(), state_key.clone(), forms.clone()))
+    };
+    let factory = connect.clone();
     let service = StreamableHttpService::new(
         move || {
-            let made = McpConnection::with_forms(
-                factory_gate.clone(),
-                factory_key.clone(),
-                factory_forms.clone(),
-            );
+            let made = factory();
             // Called inside the request's own task: `handle` learns the session's connection.
             let _ = request::MADE.try_with(|slot| {
                 *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(made.downgrade());
@@ -267,14 +268,9 @@ pub async fn serve_http(
         manager,
         limits,
         quiet: Quiet::new(QUIET_FOR),
-        modern: stateless::ModernPeer::new(McpConnection::with_forms(
-            gate.clone(),
-            state_key.clone(),
-            forms.clone(),
-        )),
+        modern: stateless::ModernPeer::new(connect()),
+        connect,
         gate,
-        state_key,
-        forms,
     });
     ready(&Listening {
         addr: local,

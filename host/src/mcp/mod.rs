@@ -210,12 +210,12 @@ impl McpConnection {
             .unwrap_or_else(|| self.own_session())
     }
 
-    /// The client, once it sent `notifications/initialized`.
     /// A handle on this connection that does not keep it (or its session) alive.
     pub(crate) fn downgrade(&self) -> WeakConnection {
         WeakConnection(Arc::downgrade(&self.inner))
     }
 
+    /// The client, once it sent `notifications/initialized`.
     fn initialized_peer(&self) -> Option<Peer<RoleServer>> {
         self.inner.peer.get().cloned()
     }

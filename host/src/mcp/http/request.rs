@@ -40,23 +40,15 @@ pub(super) struct Served {
     pub(super) manager: Arc<LocalSessionManager>,
     pub(super) limits: SessionLimits,
     pub(super) quiet: Quiet,
-    /// What a stateless 2026-07-28 call's connection is made with, as rmcp's factory does.
-    pub(super) state_key: Arc<crate::mcp::mrtr::StateKey>,
-    pub(super) forms: Arc<crate::mcp::render::ToolForms>,
+    /// Makes a connection: rmcp's factory calls it too, so a stateless call run beside rmcp
+    /// gets the connection rmcp would have made for it.
+    pub(super) connect: Arc<Connect>,
     /// The peer stateless calls run beside rmcp are handled with.
     pub(super) modern: super::stateless::ModernPeer,
 }
 
-impl Served {
-    /// A connection for one stateless request, as rmcp's factory makes.
-    pub(super) fn connection(&self) -> McpConnection {
-        McpConnection::with_forms(
-            self.gate.clone(),
-            self.state_key.clone(),
-            self.forms.clone(),
-        )
-    }
-}
+/// What makes one MCP connection of a server.
+pub(super) type Connect = dyn Fn() -> McpConnection + Send + Sync;
 
 /// One request: the checks, then the console's page or API, or rmcp with the session id
 /// translated.
@@ -190,7 +182,7 @@ pub(super) async fn handle(req: Request<Incoming>, served: &Served) -> Response<
                 req.headers_mut().insert(INTERNAL_CONVERSATION_HEADER, v);
             }
             if let (true, Some(message)) = (posting && calling, &parsed) {
-                let conn = served.connection();
+                let conn = (served.connect)();
                 if super::stateless::takes(req.headers(), message, &conn) {
                     modern_call = parsed.take().map(|m| (conn, m));
                 }
