@@ -441,6 +441,39 @@ fn http_2026_needs_no_session_and_a_conversation_spans_server_processes() {
     assert!(!ws.path("n3.txt").exists());
 }
 
+/// A server that was alone keeps its read records for its writer; a second process that
+/// starts later comes in only once they are in the database, so the conversation goes on
+/// there at once. (The first one's close also leaves them stored.)
+#[test]
+fn a_conversation_goes_on_through_a_server_started_after_its_read() {
+    let ws = Ws::new();
+    ws.write("notes.txt", "alpha\n");
+    let dir = tempfile::tempdir().unwrap();
+    let token = "a".repeat(64);
+    let tokens = private_file(dir.path(), "tokens", std::slice::from_ref(&token));
+    let key = private_file(dir.path(), "state-key", &["k".repeat(64)]);
+    let env = [("TOOLGATE_MCP_STATE_KEY_FILE", key.as_path())];
+    let one = Server::start(&ws, &tokens, &env);
+    let c = Raw {
+        token: &token,
+        conversation: Some("late"),
+    };
+    for _ in 0..3 {
+        ok(&c.call(&one, "read", json!({"path": "notes.txt"}), json!({})));
+    }
+    let two = Server::start(&ws, &tokens, &env);
+    let args = json!({"path": "notes.txt", "old_string": "alpha", "new_string": "beta"});
+    let state = c.ask(&two, "edit", args.clone());
+    ok(&c.answer(&two, "edit", args, &state, "once"));
+    assert_eq!(ws.read("notes.txt"), "beta\n");
+    // Both now commit a call's reads before it answers: read on two, edit on one.
+    ok(&c.call(&two, "read", json!({"path": "notes.txt"}), json!({})));
+    let args = json!({"path": "notes.txt", "old_string": "beta", "new_string": "gamma"});
+    let state = c.ask(&one, "edit", args.clone());
+    ok(&c.answer(&one, "edit", args, &state, "once"));
+    assert_eq!(ws.read("notes.txt"), "gamma\n");
+}
+
 #[test]
 fn forged_replayed_foreign_and_mismatched_approval_states_are_refused() {
     let ws = Ws::new();

@@ -53,6 +53,7 @@ pub use allowlist::Allowlist;
 
 use super::McpConnection;
 use crate::gate::Gate;
+use crate::state::serving::{Company, Servers};
 use crate::userdirs::UserDirs;
 use anyhow::{bail, Context};
 use hyper::body::Incoming;
@@ -165,6 +166,34 @@ pub struct Listening {
     pub console: String,
 }
 
+/// How long a server on its way in waits for one serving alone to make room.
+const JOIN_PATIENCE: Duration = Duration::from_secs(30);
+
+/// Take this server's place among those serving the workspace (see `state::serving`).
+async fn join_servers(gate: &Arc<Gate>) -> anyhow::Result<Servers> {
+    let db = gate.state().path().to_path_buf();
+    let joined = {
+        let db = db.clone();
+        tokio::task::spawn_blocking(move || Servers::join(&db, JOIN_PATIENCE)).await
+    };
+    let (mut servers, company) = joined
+        .context("joining the workspace's servers failed")?
+        .with_context(|| {
+            format!(
+                "cannot join the servers of the workspace at {}",
+                db.display()
+            )
+        })?;
+    match company {
+        Company::Others => gate.state().share_reads_at_once(),
+        Company::Alone => {
+            let gate = gate.clone();
+            servers.on_knock(&db, move || gate.state().share_reads_now());
+        }
+    }
+    Ok(servers)
+}
+
 /// Serve until the listener fails. `ready` is called once it accepts connections, with the
 /// bound address and the token file in use.
 pub async fn serve_http(
@@ -205,9 +234,11 @@ pub async fn serve_http(
         .with_json_response(true);
     let state_key = super::mrtr::StateKey::process()?;
     // A 2026-07-28 conversation's next request may land on another process serving this
-    // workspace, which knows a read only from the database: a call that read answers once
-    // its read record is committed, not after the writer's linger.
-    gate.state().share_reads_at_once();
+    // workspace, which knows a read only from the database: while others may serve it, a
+    // call that read answers once its read record is committed, not after the writer's
+    // linger. A server alone (the kernel's lock says so) commits them all when another
+    // comes, before letting it in (`state::serving`).
+    let _servers = join_servers(&gate).await?;
     gate.state().serve_many();
     gate.run_scans_apart();
     // Sessions expire by our idle rule (which spares a session with a call in flight), not by

@@ -10,6 +10,7 @@ mod read_rows;
 mod reads;
 pub mod redact;
 pub mod secrets;
+pub mod serving;
 mod session_grants;
 
 pub use audit::{redact, AuditEvent, AuditQuery};
@@ -164,6 +165,11 @@ impl StateDb {
             reads_at_once: std::sync::atomic::AtomicBool::new(false),
             grant_signer: Default::default(),
         })
+    }
+
+    /// Where the database is.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {

@@ -199,6 +199,16 @@ impl StateDb {
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// From now on share reads at once (see [`StateDb::share_reads_at_once`]), and commit
+    /// every read record of this process not yet in the database, here and now: for a server
+    /// that was alone and lets another in (`super::serving`). A call that had already asked
+    /// whether to commit (and was told no) recorded its reads before it asked, so they are
+    /// among those committed here; one that asks after this is told yes.
+    pub fn share_reads_now(&self) {
+        self.share_reads_at_once();
+        self.commit_pending_reads(None);
+    }
+
     /// Commit `session`'s read records that are not yet in the database, here and now, when
     /// this process shares them (see [`StateDb::share_reads_at_once`]): a call that read
     /// answers only once another process serving the conversation's next request can see
@@ -213,12 +223,18 @@ impl StateDb {
         {
             return;
         }
+        self.commit_pending_reads(Some(session));
+    }
+
+    /// Commit the read records of this process not yet in the database (only `session`'s,
+    /// when given) on the calls' connection, now.
+    fn commit_pending_reads(&self, session: Option<&str>) {
         let at_ms = now_ms();
         let rows: Vec<ReadRow> = self
             .pending_reads
             .lock()
             .iter()
-            .filter(|((s, _), _)| s == session)
+            .filter(|((s, _), _)| session.is_none_or(|only| s == only))
             .map(|((s, path), stamp)| ReadRow {
                 session: s.clone(),
                 path: path.clone(),

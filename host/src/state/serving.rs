@@ -1,0 +1,273 @@
+//! Which `serve --http` processes serve one workspace, so a server alone may keep its read
+//! records for its writer thread instead of committing each before the call answers.
+//!
+//! A 2026-07-28 conversation is stateless: its next request may reach any process serving
+//! the workspace, and that process knows a read only from the database. A server that may
+//! have company therefore commits a call's read records before the call answers
+//! ([`StateDb::reads_shared`], ~35 µs a call). A server that is surely alone does not need
+//! to: nobody else can serve the next request. "Surely" is decided by the kernel, with two
+//! `flock(2)` locks beside the database:
+//!
+//! - `state.db-serving`: every server holds it while it serves, exclusively while it is alone,
+//!   shared once it has (or had) company;
+//! - `state.db-door`: held exclusively by a server on its way in.
+//!
+//! A server on its way in takes the door, then tries the serving lock exclusively (it is
+//! alone) or else waits for it shared, then leaves the door. A server that is alone looks at
+//! the door every [`KNOCK_EVERY`]; finding it held, it first commits every read record it has
+//! not yet committed and turns to committing each call's reads before the answer, and only
+//! then turns its exclusive lock into a shared one, which is what lets the newcomer in. So
+//! no process serves while another keeps a read the database does not show. A server never
+//! becomes alone again (it would need to know that nobody is on the way in).
+//!
+//! The lock files are the host's own state: one that exists as a link, directory, FIFO or
+//! device, or with a second name, is refused (never opened through), and the server then
+//! counts as having company (it commits each call's reads, as every server did before).
+
+use crate::workspace::layout::check_state_file;
+use std::fs::{File, TryLockError};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How often a server that is alone looks for one on its way in.
+pub const KNOCK_EVERY: Duration = Duration::from_millis(20);
+
+/// How often one on its way in tries again.
+const RETRY: Duration = Duration::from_millis(1);
+
+/// Whether the server has company.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Company {
+    /// No other server serves this workspace (the kernel's lock says so), until one knocks.
+    Alone,
+    /// Others may serve this workspace: every call's reads are committed before it answers.
+    Others,
+}
+
+/// A server's place among the servers of a workspace; dropping it gives the place up.
+pub struct Servers {
+    /// The serving lock, held by this value while the server has company.
+    serving: Option<File>,
+    /// The watcher of the door while alone: told to stop, then joined, on drop.
+    watcher: Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>,
+}
+
+/// The lock file beside the database at `db` with `suffix`.
+fn lock_path(db: &Path, suffix: &str) -> PathBuf {
+    let mut s = db.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// Open (creating) a lock file: never through a link, never a FIFO or device, never a file
+/// with a second name. Its content is never read or written.
+fn open_lock(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+    check_state_file(path)?;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    // What was opened, not what the name showed a moment before.
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.nlink() != 1 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "{} is not a regular file of its own; delete it (a fresh one is made when a server starts)",
+                path.display()
+            ),
+        ));
+    }
+    Ok(file)
+}
+
+/// Take `lock` on `file` (`try_lock` or `try_lock_shared`), trying again until `deadline`;
+/// `waiting` is said once if it takes longer than a second.
+fn take(
+    file: &File,
+    lock: fn(&File) -> Result<(), TryLockError>,
+    deadline: Instant,
+    waiting: &mut dyn FnMut(),
+) -> std::io::Result<()> {
+    let began = Instant::now();
+    let mut said = false;
+    loop {
+        match lock(file) {
+            Ok(()) => return Ok(()),
+            Err(TryLockError::Error(e)) => return Err(e),
+            Err(TryLockError::WouldBlock) => {}
+        }
+        if Instant::now() >= deadline {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "timed out",
+            ));
+        }
+        if !said && began.elapsed() >= Duration::from_secs(1) {
+            said = true;
+            waiting();
+        }
+        std::thread::sleep(RETRY);
+    }
+}
+
+impl Servers {
+    /// Join the servers of the workspace whose state database is `db`, waiting at most
+    /// `patience` for a server that is alone to make room. A lock file that cannot be used
+    /// (refused, or the file system has no locks) means [`Company::Others`], with a warning.
+    pub fn join(db: &Path, patience: Duration) -> std::io::Result<(Servers, Company)> {
+        let with_company = |what: &Path, e: &std::io::Error| {
+            tracing::warn!(
+                path = %what.display(),
+                error = %crate::fsutil::plain_error(e),
+                "cannot use the servers' lock file; this server commits each call's read records before it answers, as if other servers shared the workspace"
+            );
+            let servers = Servers {
+                serving: None,
+                watcher: None,
+            };
+            (servers, Company::Others)
+        };
+        let (door_path, serving_path) = (lock_path(db, "-door"), lock_path(db, "-serving"));
+        let door = match open_lock(&door_path) {
+            Ok(f) => f,
+            Err(e) => return Ok(with_company(&door_path, &e)),
+        };
+        let serving = match open_lock(&serving_path) {
+            Ok(f) => f,
+            Err(e) => return Ok(with_company(&serving_path, &e)),
+        };
+        let deadline = Instant::now() + patience;
+        let mut waiting = || {
+            tracing::info!(
+                path = %serving_path.display(),
+                "waiting for the toolgate server already serving this workspace to make room (it commits its read records first)"
+            );
+        };
+        let stuck = |e: std::io::Error| {
+            if e.kind() != std::io::ErrorKind::TimedOut {
+                return e;
+            }
+            std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "another process has held {} or {} for {} s without making room for this server; if a toolgate server there is stuck, stop it, then start this one again",
+                    door_path.display(),
+                    serving_path.display(),
+                    patience.as_secs()
+                ),
+            )
+        };
+        take(&door, File::try_lock, deadline, &mut waiting).map_err(stuck)?;
+        let company = match serving.try_lock() {
+            Ok(()) => Company::Alone,
+            Err(TryLockError::Error(e)) => return Err(e),
+            Err(TryLockError::WouldBlock) => {
+                take(&serving, File::try_lock_shared, deadline, &mut waiting).map_err(stuck)?;
+                Company::Others
+            }
+        };
+        drop(door);
+        Ok((
+            Servers {
+                serving: Some(serving),
+                watcher: None,
+            },
+            company,
+        ))
+    }
+
+    /// While this server is alone: when another knocks, run `make_room` (which must leave
+    /// nothing this server knows that the database does not show, and make later calls commit
+    /// before they answer), then let it in. Does nothing for a server with company.
+    pub fn on_knock(&mut self, db: &Path, make_room: impl FnOnce() + Send + 'static) {
+        if self.watcher.is_some() {
+            return;
+        }
+        let Some(serving) = self.serving.take() else {
+            return;
+        };
+        // Alone: this process holds the serving lock exclusively, so a shared try fails.
+        let door = match open_lock(&lock_path(db, "-door")) {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!(error = %crate::fsutil::plain_error(&e), "cannot watch the servers' door; committing each call's read records before it answers");
+                make_room();
+                let _ = serving.lock_shared();
+                self.serving = Some(serving);
+                return;
+            }
+        };
+        // What the watcher needs, where this thread can take it back if no watcher starts.
+        type Room = (Box<dyn FnOnce() + Send>, File);
+        let room: Arc<std::sync::Mutex<Option<Room>>> =
+            Arc::new(std::sync::Mutex::new(Some((Box::new(make_room), serving))));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (stopping, watched) = (stop.clone(), room.clone());
+        let spawned = std::thread::Builder::new()
+            .name("toolgate-door".into())
+            .spawn(move || {
+                while !stopping.load(Ordering::Acquire) {
+                    std::thread::park_timeout(KNOCK_EVERY);
+                    match door.try_lock_shared() {
+                        Ok(()) => {
+                            let _ = door.unlock();
+                            continue;
+                        }
+                        Err(TryLockError::WouldBlock) => {}
+                        Err(TryLockError::Error(e)) => {
+                            tracing::warn!(error = %e, "watching the servers' door failed; committing each call's read records before it answers");
+                        }
+                    }
+                    let taken = watched.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    let Some((make_room, serving)) = taken else {
+                        return;
+                    };
+                    make_room();
+                    // The newcomer may come in now. It asks only for a shared lock, so turning
+                    // this one shared cannot be overtaken by another that thinks it is alone.
+                    if let Err(e) = serving.lock_shared() {
+                        tracing::warn!(error = %e, "sharing the servers' lock failed");
+                    }
+                    // Held shared until the server ends.
+                    while !stopping.load(Ordering::Acquire) {
+                        std::thread::park();
+                    }
+                    return;
+                }
+            });
+        match spawned {
+            Ok(handle) => self.watcher = Some((stop, handle)),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot start the servers' door watcher; committing each call's read records before it answers");
+                let taken = room.lock().unwrap_or_else(|p| p.into_inner()).take();
+                if let Some((make_room, serving)) = taken {
+                    make_room();
+                    let _ = serving.lock_shared();
+                    self.serving = Some(serving);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        if let Some((stop, handle)) = self.watcher.take() {
+            stop.store(true, Ordering::Release);
+            handle.thread().unpark();
+            let _ = handle.join();
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+#[path = "serving_tests.rs"]
+mod tests;
