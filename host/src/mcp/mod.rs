@@ -253,9 +253,26 @@ impl McpConnection {
         changed
     }
 
+    /// Whether the visible set differs from what the client last saw (remembering it if so).
+    /// Asked before every call: the names are compared where they are, and copied only
+    /// when they changed.
+    fn list_changed(&self) -> bool {
+        let tools = self.inner.gate.visible_tools();
+        {
+            let listed = self.inner.listed.lock().unwrap_or_else(|p| p.into_inner());
+            let same = listed.as_ref().is_some_and(|old| {
+                old.len() == tools.len() && old.iter().zip(&tools).all(|(o, t)| *o == t.name)
+            });
+            if same {
+                return false;
+            }
+        }
+        self.note_listed(tools.iter().map(|t| t.name.clone()).collect())
+    }
+
     /// Send `tools/list_changed` if the visible set changed since the client last saw it.
     async fn check_list_changed(&self, peer: &Peer<RoleServer>) {
-        if self.note_listed(self.visible_names()) {
+        if self.list_changed() {
             if let Err(e) = peer.notify_tool_list_changed().await {
                 tracing::debug!(error = %e, "sending tools/list_changed failed");
             }
