@@ -190,7 +190,7 @@ pub fn main() -> ExitCode {
 /// `serve --http` that looked every 61 tasks took each batch of newly readable connections in
 /// ahead of the tasks already waiting, one of them first of all (the worker's LIFO slot):
 /// under the load script (100 calls in flight) `read` p99 was 21.1-23.0 ms; looking about once
-/// per turn of the worker's queue (256 tasks, its local capacity) it was 19.7-20.9 ms, with
+/// per turn of the worker's queue (256 tasks, its local capacity) it was 19.8-20.9 ms, with
 /// calls/s +1-2% (docs/benchmarks.md). One connection at a time never has tasks waiting, so
 /// its calls do not change.
 const EVENT_INTERVAL: u32 = 256;
