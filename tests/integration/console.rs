@@ -127,15 +127,26 @@ impl Events {
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
             .unwrap();
-        Events {
+        let mut events = Events {
             lines: BufReader::new(stream),
-        }
+        };
+        // The server counts the console as watching before it sends `hello`: a call made
+        // after this is one the console is asked about (before, a call could reach the
+        // server first and be refused as headless, and the test then waited for ever).
+        events.next("hello");
+        events
     }
 
     /// The data of the next `event` frame (other frames are skipped).
     fn next(&mut self, event: &str) -> Value {
         let mut current = String::new();
+        // Keep-alive comments keep the read timeout from firing: bound the wait here.
+        let deadline = Instant::now() + Duration::from_secs(90);
         loop {
+            assert!(
+                Instant::now() < deadline,
+                "no `{event}` event came within 90 s"
+            );
             let mut line = String::new();
             assert!(
                 self.lines.read_line(&mut line).unwrap() > 0,
