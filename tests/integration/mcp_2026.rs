@@ -359,19 +359,47 @@ async fn rmcp_over_http_approves_a_write_on_both_revisions() {
     }
 }
 
+/// A workspace with `notes.txt` ("alpha"), one token and one signing key file, for servers
+/// that serve one conversation together.
+struct Fleet {
+    ws: Ws,
+    _dir: tempfile::TempDir,
+    token: String,
+    tokens: PathBuf,
+    key: PathBuf,
+}
+
+impl Fleet {
+    fn new() -> Fleet {
+        let ws = Ws::new();
+        ws.write("notes.txt", "alpha\n");
+        let dir = tempfile::tempdir().unwrap();
+        let token = "a".repeat(64);
+        let tokens = private_file(dir.path(), "tokens", std::slice::from_ref(&token));
+        let key = private_file(dir.path(), "state-key", &["k".repeat(64)]);
+        Fleet {
+            ws,
+            _dir: dir,
+            token,
+            tokens,
+            key,
+        }
+    }
+
+    fn env(&self) -> [(&'static str, &Path); 1] {
+        [("TOOLGATE_MCP_STATE_KEY_FILE", self.key.as_path())]
+    }
+}
+
 #[test]
 fn http_2026_needs_no_session_and_a_conversation_spans_server_processes() {
-    let ws = Ws::new();
-    ws.write("notes.txt", "alpha\n");
-    let dir = tempfile::tempdir().unwrap();
-    let token = "a".repeat(64);
-    let tokens = private_file(dir.path(), "tokens", std::slice::from_ref(&token));
-    let key = private_file(dir.path(), "state-key", &["k".repeat(64)]);
-    let env = [("TOOLGATE_MCP_STATE_KEY_FILE", key.as_path())];
-    let one = Server::start(&ws, &tokens, &env);
-    let two = Server::start(&ws, &tokens, &env);
+    let f = Fleet::new();
+    let (ws, token, tokens) = (&f.ws, &f.token, &f.tokens);
+    let env = f.env();
+    let one = Server::start(ws, tokens, &env);
+    let two = Server::start(ws, tokens, &env);
     let c1 = Raw {
-        token: &token,
+        token,
         conversation: Some("c1"),
     };
 
@@ -434,7 +462,7 @@ fn http_2026_needs_no_session_and_a_conversation_spans_server_processes() {
 
     // Another conversation has neither the read record nor the grant: it is asked.
     let c2 = Raw {
-        token: &token,
+        token,
         conversation: Some("c2"),
     };
     c2.ask(&one, "write", json!({"path": "n3.txt", "content": "x"}));
@@ -443,25 +471,21 @@ fn http_2026_needs_no_session_and_a_conversation_spans_server_processes() {
 
 /// A server that was alone keeps its read records for its writer; a second process that
 /// starts later comes in only once they are in the database, so the conversation goes on
-/// there at once. (The first one's close also leaves them stored.)
+/// there at once.
 #[test]
 fn a_conversation_goes_on_through_a_server_started_after_its_read() {
-    let ws = Ws::new();
-    ws.write("notes.txt", "alpha\n");
-    let dir = tempfile::tempdir().unwrap();
-    let token = "a".repeat(64);
-    let tokens = private_file(dir.path(), "tokens", std::slice::from_ref(&token));
-    let key = private_file(dir.path(), "state-key", &["k".repeat(64)]);
-    let env = [("TOOLGATE_MCP_STATE_KEY_FILE", key.as_path())];
-    let one = Server::start(&ws, &tokens, &env);
+    let f = Fleet::new();
+    let (ws, token, tokens) = (&f.ws, &f.token, &f.tokens);
+    let env = f.env();
+    let one = Server::start(ws, tokens, &env);
     let c = Raw {
-        token: &token,
+        token,
         conversation: Some("late"),
     };
     for _ in 0..3 {
         ok(&c.call(&one, "read", json!({"path": "notes.txt"}), json!({})));
     }
-    let two = Server::start(&ws, &tokens, &env);
+    let two = Server::start(ws, tokens, &env);
     let args = json!({"path": "notes.txt", "old_string": "alpha", "new_string": "beta"});
     let state = c.ask(&two, "edit", args.clone());
     ok(&c.answer(&two, "edit", args, &state, "once"));
