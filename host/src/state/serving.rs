@@ -150,10 +150,10 @@ impl Servers {
                 "waiting for the toolgate server already serving this workspace to make room (it commits its read records first)"
             );
         };
-        let stuck = |e: std::io::Error| {
-            if e.kind() != std::io::ErrorKind::TimedOut {
-                return e;
-            }
+        // Waiting too long is an error that names the files; a lock the file system cannot
+        // take at all (no `flock` there) means company, as a refused file does.
+        let timed_out = |e: &std::io::Error| e.kind() == std::io::ErrorKind::TimedOut;
+        let stuck = || {
             std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
                 format!(
@@ -164,12 +164,20 @@ impl Servers {
                 ),
             )
         };
-        take(&door, File::try_lock, deadline, &mut waiting).map_err(stuck)?;
+        match take(&door, File::try_lock, deadline, &mut waiting) {
+            Ok(()) => {}
+            Err(e) if timed_out(&e) => return Err(stuck()),
+            Err(e) => return Ok(with_company(&door_path, &e)),
+        }
         let company = match serving.try_lock() {
             Ok(()) => Company::Alone,
-            Err(TryLockError::Error(e)) => return Err(e),
+            Err(TryLockError::Error(e)) => return Ok(with_company(&serving_path, &e)),
             Err(TryLockError::WouldBlock) => {
-                take(&serving, File::try_lock_shared, deadline, &mut waiting).map_err(stuck)?;
+                match take(&serving, File::try_lock_shared, deadline, &mut waiting) {
+                    Ok(()) => {}
+                    Err(e) if timed_out(&e) => return Err(stuck()),
+                    Err(e) => return Ok(with_company(&serving_path, &e)),
+                }
                 Company::Others
             }
         };
