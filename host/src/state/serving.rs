@@ -5,20 +5,25 @@
 //! the workspace, and that process knows a read only from the database. A server that may
 //! have company therefore commits a call's read records before the call answers
 //! ([`StateDb::reads_shared`], ~35 µs a call). A server that is surely alone does not need
-//! to: nobody else can serve the next request. "Surely" is decided by the kernel, with two
+//! to: nobody else can serve the next request. "Surely" is decided by the kernel, with three
 //! `flock(2)` locks beside the database:
 //!
 //! - `state.db-serving`: every server holds it while it serves, exclusively while it is alone,
 //!   shared once it has (or had) company;
-//! - `state.db-door`: held exclusively by a server on its way in.
+//! - `state.db-door`: held exclusively by a server on its way in (one at a time);
+//! - `state.db-knock`: held exclusively by one on its way in that found a server alone.
 //!
 //! A server on its way in takes the door, then tries the serving lock exclusively (it is
-//! alone) or else waits for it shared, then leaves the door. A server that is alone looks at
-//! the door every [`KNOCK_EVERY`]; finding it held, it first commits every read record it has
-//! not yet committed and turns to committing each call's reads before the answer, and only
-//! then turns its exclusive lock into a shared one, which is what lets the newcomer in. So
-//! no process serves while another keeps a read the database does not show. A server never
-//! becomes alone again (it would need to know that nobody is on the way in).
+//! alone). If that fails, it knocks and waits for the serving lock shared, then leaves. A
+//! server that is alone looks at the knock every [`KNOCK_EVERY`]; finding it held, it first
+//! commits every read record it has not yet committed and turns to committing each call's
+//! reads before the answer, and only then turns its exclusive lock into a shared one, which
+//! is what lets the newcomer in. `flock` makes that turn in two steps (the exclusive lock
+//! goes, then the shared one comes); in between, nobody can take the lock exclusively: the
+//! one knocking tried that before it knocked and now asks only for a shared lock, and every
+//! other newcomer waits at the door it holds. So no process serves while another keeps a
+//! read the database does not show. A server never becomes alone again (it would need to
+//! know that nobody is on the way in).
 //!
 //! The lock files are the host's own state: one that exists as a link, directory, FIFO or
 //! device, or with a second name, is refused (never opened through), and the server then
@@ -50,7 +55,7 @@ pub enum Company {
 pub struct Servers {
     /// The serving lock, held by this value while the server has company.
     serving: Option<File>,
-    /// The watcher of the door while alone: told to stop, then joined, on drop.
+    /// The watcher for knocks while alone: told to stop, then joined, on drop.
     watcher: Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>,
 }
 
@@ -89,9 +94,12 @@ fn open_lock(path: &Path) -> std::io::Result<File> {
 
 /// Take `lock` on `file` (`try_lock` or `try_lock_shared`), trying again until `deadline`;
 /// `waiting` is said once if it takes longer than a second.
+/// One of `File::try_lock` and `File::try_lock_shared`.
+type Lock = fn(&File) -> Result<(), TryLockError>;
+
 fn take(
     file: &File,
-    lock: fn(&File) -> Result<(), TryLockError>,
+    lock: Lock,
     deadline: Instant,
     waiting: &mut dyn FnMut(),
 ) -> std::io::Result<()> {
@@ -135,6 +143,7 @@ impl Servers {
             (servers, Company::Others)
         };
         let (door_path, serving_path) = (lock_path(db, "-door"), lock_path(db, "-serving"));
+        let knock_path = lock_path(db, "-knock");
         let door = match open_lock(&door_path) {
             Ok(f) => f,
             Err(e) => return Ok(with_company(&door_path, &e)),
@@ -157,8 +166,9 @@ impl Servers {
             std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
                 format!(
-                    "another process has held {} or {} for {} s without making room for this server; if a toolgate server there is stuck, stop it, then start this one again",
+                    "another process has held {}, {} or {} for {} s without making room for this server; if a toolgate server there is stuck, stop it, then start this one again",
                     door_path.display(),
+                    knock_path.display(),
                     serving_path.display(),
                     patience.as_secs()
                 ),
@@ -173,10 +183,22 @@ impl Servers {
             Ok(()) => Company::Alone,
             Err(TryLockError::Error(e)) => return Ok(with_company(&serving_path, &e)),
             Err(TryLockError::WouldBlock) => {
-                match take(&serving, File::try_lock_shared, deadline, &mut waiting) {
-                    Ok(()) => {}
-                    Err(e) if timed_out(&e) => return Err(stuck()),
-                    Err(e) => return Ok(with_company(&serving_path, &e)),
+                // Knock only now, after the one exclusive try: the server alone turns its
+                // lock shared only after a knock, so that try never meets the turn's gap.
+                let knock = match open_lock(&knock_path) {
+                    Ok(f) => f,
+                    Err(e) => return Ok(with_company(&knock_path, &e)),
+                };
+                let steps: [(&File, Lock, &Path); 2] = [
+                    (&knock, File::try_lock, &knock_path),
+                    (&serving, File::try_lock_shared, &serving_path),
+                ];
+                for (file, lock, path) in steps {
+                    match take(file, lock, deadline, &mut waiting) {
+                        Ok(()) => {}
+                        Err(e) if timed_out(&e) => return Err(stuck()),
+                        Err(e) => return Ok(with_company(path, &e)),
+                    }
                 }
                 Company::Others
             }
@@ -201,11 +223,10 @@ impl Servers {
         let Some(serving) = self.serving.take() else {
             return;
         };
-        // Alone: this process holds the serving lock exclusively, so a shared try fails.
-        let door = match open_lock(&lock_path(db, "-door")) {
+        let knock = match open_lock(&lock_path(db, "-knock")) {
             Ok(f) => f,
             Err(e) => {
-                tracing::warn!(error = %crate::fsutil::plain_error(&e), "cannot watch the servers' door; committing each call's read records before it answers");
+                tracing::warn!(error = %crate::fsutil::plain_error(&e), "cannot watch for servers knocking; committing each call's read records before it answers");
                 make_room();
                 let _ = serving.lock_shared();
                 self.serving = Some(serving);
@@ -219,18 +240,18 @@ impl Servers {
         let stop = Arc::new(AtomicBool::new(false));
         let (stopping, watched) = (stop.clone(), room.clone());
         let spawned = std::thread::Builder::new()
-            .name("toolgate-door".into())
+            .name("toolgate-knock".into())
             .spawn(move || {
                 while !stopping.load(Ordering::Acquire) {
                     std::thread::park_timeout(KNOCK_EVERY);
-                    match door.try_lock_shared() {
+                    match knock.try_lock_shared() {
                         Ok(()) => {
-                            let _ = door.unlock();
+                            let _ = knock.unlock();
                             continue;
                         }
                         Err(TryLockError::WouldBlock) => {}
                         Err(TryLockError::Error(e)) => {
-                            tracing::warn!(error = %e, "watching the servers' door failed; committing each call's read records before it answers");
+                            tracing::warn!(error = %e, "watching for servers knocking failed; committing each call's read records before it answers");
                         }
                     }
                     let taken = watched.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -253,7 +274,7 @@ impl Servers {
         match spawned {
             Ok(handle) => self.watcher = Some((stop, handle)),
             Err(e) => {
-                tracing::warn!(error = %e, "cannot start the servers' door watcher; committing each call's read records before it answers");
+                tracing::warn!(error = %e, "cannot start the watcher for servers knocking; committing each call's read records before it answers");
                 let taken = room.lock().unwrap_or_else(|p| p.into_inner()).take();
                 if let Some((make_room, serving)) = taken {
                     make_room();

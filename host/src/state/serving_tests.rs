@@ -102,6 +102,22 @@ fn planted_lock_files_are_refused_and_mean_company() {
             let (_s, company) = Servers::join(&db, Duration::from_secs(2)).unwrap();
             assert_eq!(company, Company::Others, "{what} at {suffix}");
         }
+        // A planted knock: the server alone cannot be told of a newcomer, so it makes room
+        // at once (it commits everything and every call's reads from then on).
+        let ws = dir.path().join(format!("{what}-knock"));
+        let db = db_in(&ws);
+        plant(&lock_path(&db, "-knock"));
+        let (mut alone, company) = Servers::join(&db, Duration::from_secs(2)).unwrap();
+        assert_eq!(company, Company::Alone, "{what} at -knock");
+        let made = Arc::new(AtomicBool::new(false));
+        let seen = made.clone();
+        alone.on_knock(&db, move || seen.store(true, Ordering::SeqCst));
+        assert!(
+            made.load(Ordering::SeqCst),
+            "{what} at -knock: no room made"
+        );
+        let (_next, company) = Servers::join(&db, Duration::from_secs(2)).unwrap();
+        assert_eq!(company, Company::Others, "{what} at -knock");
     }
     assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
     assert_eq!(std::fs::metadata(&target).unwrap().mode() & 0o777, mode);
