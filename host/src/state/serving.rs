@@ -53,6 +53,8 @@ pub enum Company {
 
 /// A server's place among the servers of a workspace; dropping it gives the place up.
 pub struct Servers {
+    /// Whether this server was alone when it came in.
+    company: Company,
     /// The serving lock, held by this value while the server has company.
     serving: Option<File>,
     /// The watcher for knocks while alone: told to stop, then joined, on drop.
@@ -137,6 +139,7 @@ impl Servers {
                 "cannot use the servers' lock file; this server commits each call's read records before it answers, as if other servers shared the workspace"
             );
             let servers = Servers {
+                company: Company::Others,
                 serving: None,
                 watcher: None,
             };
@@ -206,6 +209,7 @@ impl Servers {
         drop(door);
         Ok((
             Servers {
+                company,
                 serving: Some(serving),
                 watcher: None,
             },
@@ -217,7 +221,7 @@ impl Servers {
     /// nothing this server knows that the database does not show, and make later calls commit
     /// before they answer), then let it in. Does nothing for a server with company.
     pub fn on_knock(&mut self, db: &Path, make_room: impl FnOnce() + Send + 'static) {
-        if self.watcher.is_some() {
+        if self.company == Company::Others || self.watcher.is_some() {
             return;
         }
         let Some(serving) = self.serving.take() else {

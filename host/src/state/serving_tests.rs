@@ -25,8 +25,11 @@ fn a_newcomer_comes_in_only_after_the_server_alone_made_room() {
         seen.fetch_add(1, Ordering::SeqCst);
     });
     let began = Instant::now();
-    let (second, company) = Servers::join(&db, Duration::from_secs(5)).unwrap();
+    let (mut second, company) = Servers::join(&db, Duration::from_secs(5)).unwrap();
     assert_eq!(company, Company::Others);
+    // One with company has nobody to make room for: it keeps its shared lock, no watcher.
+    second.on_knock(&db, || panic!("a server with company made room"));
+    assert!(second.watcher.is_none() && second.serving.is_some());
     assert_eq!(
         made.load(Ordering::SeqCst),
         1,
