@@ -176,7 +176,7 @@ async fn join_servers(gate: &Arc<Gate>) -> anyhow::Result<Servers> {
         let db = db.clone();
         tokio::task::spawn_blocking(move || Servers::join(&db, JOIN_PATIENCE)).await
     };
-    let (mut servers, company) = joined
+    let mut servers = joined
         .context("joining the workspace's servers failed")?
         .with_context(|| {
             format!(
@@ -184,7 +184,7 @@ async fn join_servers(gate: &Arc<Gate>) -> anyhow::Result<Servers> {
                 db.display()
             )
         })?;
-    match company {
+    match servers.company() {
         Company::Others => gate.state().share_reads_at_once(),
         Company::Alone => {
             let gate = gate.clone();

@@ -131,19 +131,18 @@ impl Servers {
     /// Join the servers of the workspace whose state database is `db`, waiting at most
     /// `patience` for a server that is alone to make room. A lock file that cannot be used
     /// (refused, or the file system has no locks) means [`Company::Others`], with a warning.
-    pub fn join(db: &Path, patience: Duration) -> std::io::Result<(Servers, Company)> {
+    pub fn join(db: &Path, patience: Duration) -> std::io::Result<Servers> {
         let with_company = |what: &Path, e: &std::io::Error| {
             tracing::warn!(
                 path = %what.display(),
                 error = %crate::fsutil::plain_error(e),
                 "cannot use the servers' lock file; this server commits each call's read records before it answers, as if other servers shared the workspace"
             );
-            let servers = Servers {
+            Servers {
                 company: Company::Others,
                 serving: None,
                 watcher: None,
-            };
-            (servers, Company::Others)
+            }
         };
         let (door_path, serving_path) = (lock_path(db, "-door"), lock_path(db, "-serving"));
         let knock_path = lock_path(db, "-knock");
@@ -207,14 +206,23 @@ impl Servers {
             }
         };
         drop(door);
-        Ok((
-            Servers {
-                company,
-                serving: Some(serving),
-                watcher: None,
-            },
+        Ok(Servers {
             company,
-        ))
+            serving: Some(serving),
+            watcher: None,
+        })
+    }
+
+    /// Whether this server had company when it came in (or has made room since).
+    pub fn company(&self) -> Company {
+        self.company
+    }
+
+    /// Room made on this thread (no watcher can be): `make_room`, then the lock shared.
+    fn room_made_here(&mut self, make_room: impl FnOnce(), serving: File) {
+        make_room_now(make_room, &serving);
+        self.serving = Some(serving);
+        self.company = Company::Others;
     }
 
     /// While this server is alone: when another knocks, run `make_room` (which must leave
@@ -231,9 +239,7 @@ impl Servers {
             Ok(f) => f,
             Err(e) => {
                 tracing::warn!(error = %crate::fsutil::plain_error(&e), "cannot watch for servers knocking; committing each call's read records before it answers");
-                make_room();
-                let _ = serving.lock_shared();
-                self.serving = Some(serving);
+                self.room_made_here(make_room, serving);
                 return;
             }
         };
@@ -262,12 +268,7 @@ impl Servers {
                     let Some((make_room, serving)) = taken else {
                         return;
                     };
-                    make_room();
-                    // The newcomer may come in now. It asks only for a shared lock, so turning
-                    // this one shared cannot be overtaken by another that thinks it is alone.
-                    if let Err(e) = serving.lock_shared() {
-                        tracing::warn!(error = %e, "sharing the servers' lock failed");
-                    }
+                    make_room_now(make_room, &serving);
                     // Held shared until the server ends.
                     while !stopping.load(Ordering::Acquire) {
                         std::thread::park();
@@ -281,12 +282,19 @@ impl Servers {
                 tracing::warn!(error = %e, "cannot start the watcher for servers knocking; committing each call's read records before it answers");
                 let taken = room.lock().unwrap_or_else(|p| p.into_inner()).take();
                 if let Some((make_room, serving)) = taken {
-                    make_room();
-                    let _ = serving.lock_shared();
-                    self.serving = Some(serving);
+                    self.room_made_here(make_room, serving);
                 }
             }
         }
+    }
+}
+
+/// Make room, then turn the serving lock shared, which lets the newcomer in. It asks only for a
+/// shared lock, so the turn cannot be overtaken by another that thinks it is alone.
+fn make_room_now(make_room: impl FnOnce(), serving: &File) {
+    make_room();
+    if let Err(e) = serving.lock_shared() {
+        tracing::warn!(error = %e, "sharing the servers' lock failed");
     }
 }
 

@@ -15,7 +15,8 @@ fn db_in(dir: &Path) -> PathBuf {
 fn a_newcomer_comes_in_only_after_the_server_alone_made_room() {
     let dir = tempfile::tempdir().unwrap();
     let db = db_in(dir.path());
-    let (mut first, company) = Servers::join(&db, Duration::from_secs(5)).unwrap();
+    let mut first = Servers::join(&db, Duration::from_secs(5)).unwrap();
+    let company = first.company();
     assert_eq!(company, Company::Alone);
     let made = Arc::new(AtomicUsize::new(0));
     let seen = made.clone();
@@ -25,7 +26,8 @@ fn a_newcomer_comes_in_only_after_the_server_alone_made_room() {
         seen.fetch_add(1, Ordering::SeqCst);
     });
     let began = Instant::now();
-    let (mut second, company) = Servers::join(&db, Duration::from_secs(5)).unwrap();
+    let mut second = Servers::join(&db, Duration::from_secs(5)).unwrap();
+    let company = second.company();
     assert_eq!(company, Company::Others);
     // One with company has nobody to make room for: it keeps its shared lock, no watcher.
     second.on_knock(&db, || panic!("a server with company made room"));
@@ -37,7 +39,8 @@ fn a_newcomer_comes_in_only_after_the_server_alone_made_room() {
     );
     assert!(began.elapsed() >= Duration::from_millis(150));
     // A third comes straight in beside the two, and the room is not made twice.
-    let (_third, company) = Servers::join(&db, Duration::from_secs(5)).unwrap();
+    let _third = Servers::join(&db, Duration::from_secs(5)).unwrap();
+    let company = _third.company();
     assert_eq!(company, Company::Others);
     drop(second);
     drop(first);
@@ -49,10 +52,11 @@ fn a_newcomer_comes_in_only_after_the_server_alone_made_room() {
 fn a_server_that_ended_leaves_the_next_alone() {
     let dir = tempfile::tempdir().unwrap();
     let db = db_in(dir.path());
-    let (mut first, _) = Servers::join(&db, Duration::from_secs(5)).unwrap();
+    let mut first = Servers::join(&db, Duration::from_secs(5)).unwrap();
     first.on_knock(&db, || {});
     drop(first);
-    let (_next, company) = Servers::join(&db, Duration::from_secs(5)).unwrap();
+    let _next = Servers::join(&db, Duration::from_secs(5)).unwrap();
+    let company = _next.company();
     assert_eq!(company, Company::Alone);
 }
 
@@ -63,7 +67,8 @@ fn a_server_that_ended_leaves_the_next_alone() {
 fn a_newcomer_never_comes_in_beside_a_server_that_made_no_room() {
     let dir = tempfile::tempdir().unwrap();
     let db = db_in(dir.path());
-    let (_first, company) = Servers::join(&db, Duration::from_secs(5)).unwrap();
+    let _first = Servers::join(&db, Duration::from_secs(5)).unwrap();
+    let company = _first.company();
     assert_eq!(company, Company::Alone);
     let Err(err) = Servers::join(&db, Duration::from_millis(300)) else {
         panic!("came in beside a server alone");
@@ -102,7 +107,8 @@ fn planted_lock_files_are_refused_and_mean_company() {
             let ws = dir.path().join(format!("{what}{suffix}"));
             let db = db_in(&ws);
             plant(&lock_path(&db, suffix));
-            let (_s, company) = Servers::join(&db, Duration::from_secs(2)).unwrap();
+            let _s = Servers::join(&db, Duration::from_secs(2)).unwrap();
+            let company = _s.company();
             assert_eq!(company, Company::Others, "{what} at {suffix}");
         }
         // A planted knock: the server alone cannot be told of a newcomer, so it makes room
@@ -110,7 +116,8 @@ fn planted_lock_files_are_refused_and_mean_company() {
         let ws = dir.path().join(format!("{what}-knock"));
         let db = db_in(&ws);
         plant(&lock_path(&db, "-knock"));
-        let (mut alone, company) = Servers::join(&db, Duration::from_secs(2)).unwrap();
+        let mut alone = Servers::join(&db, Duration::from_secs(2)).unwrap();
+        let company = alone.company();
         assert_eq!(company, Company::Alone, "{what} at -knock");
         let made = Arc::new(AtomicBool::new(false));
         let seen = made.clone();
@@ -119,7 +126,9 @@ fn planted_lock_files_are_refused_and_mean_company() {
             made.load(Ordering::SeqCst),
             "{what} at -knock: no room made"
         );
-        let (_next, company) = Servers::join(&db, Duration::from_secs(2)).unwrap();
+        assert_eq!(alone.company(), Company::Others, "{what} at -knock");
+        let _next = Servers::join(&db, Duration::from_secs(2)).unwrap();
+        let company = _next.company();
         assert_eq!(company, Company::Others, "{what} at -knock");
     }
     assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
