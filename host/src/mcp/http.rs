@@ -34,9 +34,8 @@
 //!   no session: rmcp serves it statelessly, answered as plain JSON; a `tools/call` whose
 //!   headers and `_meta` rmcp would surely accept runs beside rmcp instead (`stateless`).
 //!   Its toolgate session is its conversation, [`conversation_session`] of the token and the
-//!   optional
-//!   `Toolgate-Conversation` header, passed to the handler in an internal header that is
-//!   stripped from every client request first. Any process serving the workspace may answer
+//!   optional `Toolgate-Conversation` header, passed to the handler in an internal header that
+//!   is stripped from every client request first. Any process serving the workspace may answer
 //!   it (approval states verify on every process given the same
 //!   [`super::mrtr::STATE_KEY_FILE_ENV`] key file).
 //! - A session ended with `DELETE` is answered 204 No Content.

@@ -236,15 +236,6 @@ impl McpConnection {
         &self.inner.session
     }
 
-    fn visible_names(&self) -> Vec<String> {
-        self.inner
-            .gate
-            .visible_tools()
-            .iter()
-            .map(|t| t.name.clone())
-            .collect()
-    }
-
     /// Remember `names` as what the client knows; true when it differs from before.
     fn note_listed(&self, names: Vec<String>) -> bool {
         let mut listed = self.inner.listed.lock().unwrap_or_else(|p| p.into_inner());
@@ -336,7 +327,7 @@ impl ServerHandler for McpConnection {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.inner.used.store(true, Ordering::Relaxed);
         let _ = self.inner.peer.set(context.peer.clone());
-        self.note_listed(self.visible_names());
+        self.note_listed(self.inner.gate.visible_names());
         self.start_watcher(context.peer.clone());
     }
 
