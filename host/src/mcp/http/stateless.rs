@@ -163,9 +163,8 @@ pub(super) async fn serve(
     let mut context = RequestContext::new(r.id.clone(), peer.peer.clone());
     context.meta = std::mem::take(request.get_meta_mut());
     context.extensions = std::mem::take(request.extensions_mut());
-    let ct = context.ct.clone();
     // Cancelled if the request is dropped before its call ended (the client went away).
-    let gone = ct.clone().drop_guard();
+    let gone = context.ct.clone().drop_guard();
     let result = super::fast::run(conn, request, context, in_place).await;
     gone.disarm();
     let answer: ServerJsonRpcMessage = match result {
