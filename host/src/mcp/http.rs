@@ -43,6 +43,7 @@
 mod allowlist;
 mod fast;
 mod quiet;
+mod repoll;
 mod request;
 mod sessions;
 mod stateless;
@@ -346,8 +347,9 @@ pub async fn serve_http(
             continue;
         };
         let served = served.clone();
+        let quiet = served.clone();
         let builder = builder.clone();
-        tokio::spawn(async move {
+        let conn = async move {
             let handler = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let served = served.clone();
                 async move { Ok::<_, Infallible>(handle(req, &served).await) }
@@ -359,7 +361,9 @@ pub async fn serve_http(
                 tracing::debug!(error = %e, "HTTP connection ended with an error");
             }
             drop(permit);
-        });
+        };
+        // While the server is quiet, a connection's wakes of itself keep it on its worker.
+        tokio::spawn(repoll::Repoll::new(conn, move || quiet.quiet.is_quiet()));
     }
 }
 

