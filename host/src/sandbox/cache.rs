@@ -172,9 +172,29 @@ impl ArtifactCache {
         let component = self.compile(engine, name, bytes)?;
         if let Ok(serialized) = component.serialize() {
             // Failing to cache only costs time on the next start.
-            let _ = write_entry(&artifact, &sidecar, &serialized);
+            if write_entry(&artifact, &sidecar, &serialized).is_ok() {
+                drop(serialized);
+                if let Some(mapped) = self.map_written(engine, &artifact, &sidecar) {
+                    return Ok((mapped, None));
+                }
+            }
         }
         Ok((component, None))
+    }
+
+    /// The artifact just written, mapped (and checked as at any start) instead of the
+    /// component compiled in memory: mapped, its code is pages of the file, which the kernel
+    /// shares and can drop, not the process's own memory.
+    fn map_written(&self, engine: &Engine, artifact: &Path, sidecar: &Path) -> Option<Component> {
+        let found = read_sidecar(sidecar)?;
+        let Verified { file, .. } = artifact_matches(artifact, &found)?;
+        let map = opened_path(&file, artifact);
+        // SAFETY: as in `load`: this host's own artifact, its length and sha256 just checked
+        // against the record written beside it, mapped through the descriptor checked.
+        #[allow(unsafe_code)]
+        let component = unsafe { Component::deserialize_file(engine, &map) };
+        drop(file);
+        component.ok()
     }
 
     /// Record a component's self-description beside its artifact (after a compile).

@@ -102,3 +102,31 @@ fn a_changed_sidecar_is_ignored() {
     std::fs::write(&file, text).unwrap();
     assert!(read_sidecar(&file).is_none());
 }
+
+/// A component compiled now is run from the artifact just written (pages of the file, which
+/// the kernel can share and drop), not from the copy the compiler made in memory: a server
+/// compiling a cold cache kept ~150 MB of compiled code as its own memory.
+#[test]
+fn a_component_compiled_now_is_mapped_from_its_artifact() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(format!(
+        "{}/toolgate_tool_test_plugin.wasm",
+        crate::tools::registry::GUEST_ARTIFACT_DIR
+    ))
+    .unwrap();
+    let digest = hex::encode(Sha256::digest(&bytes));
+    let mut config = wasmtime::Config::new();
+    config.wasm_component_model(true);
+    let engine = Engine::new(&config).unwrap();
+    let cache = ArtifactCache::new(Some(dir.path().to_path_buf()), &engine, false);
+    let (component, _) = cache.load(&engine, "test plugin", &bytes, &digest).unwrap();
+    let artifact = with_ext(&cache.stem(&digest).unwrap(), "cwasm");
+    assert!(artifact.is_file(), "no artifact was written");
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    assert!(
+        maps.contains(&*artifact.to_string_lossy()),
+        "the compiled component is not the mapped artifact {}",
+        artifact.display()
+    );
+    drop(component);
+}

@@ -100,3 +100,29 @@ async fn a_refusal_is_reported_when_the_guest_is_stopped() {
     );
     assert_eq!(report.net_refusals, ["http://refused.example:80: refused"]);
 }
+
+/// Several components compiled side by side come back in the order asked, each with its own
+/// result: one that does not compile does not take the others down.
+#[test]
+fn components_loaded_together_keep_their_order_and_their_own_errors() {
+    let cache = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(Some(cache.path().to_path_buf())).unwrap();
+    let good = test_plugin();
+    let bad = b"not a component".to_vec();
+    let digest = |b: &[u8]| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b));
+    let (dg, db) = (digest(&good), digest(&bad));
+    let items: Vec<(&str, &[u8], &str)> = vec![
+        ("bad first", &bad, &db),
+        ("good", &good, &dg),
+        ("bad last", &bad, &db),
+    ];
+    let loaded = sandbox.load_many(&items);
+    assert_eq!(loaded.len(), 3);
+    for (i, name) in [(0, "bad first"), (2, "bad last")] {
+        let Err(e) = &loaded[i] else {
+            panic!("{name} compiled")
+        };
+        assert!(e.to_string().contains(name), "{e}");
+    }
+    assert!(loaded[1].is_ok(), "the good component failed");
+}

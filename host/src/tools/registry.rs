@@ -188,34 +188,17 @@ impl Registry {
                 None => true,
             })
             .collect();
-        // Compile what is missing in parallel, then describe each.
-        let (loaded, parts_loaded) = std::thread::scope(|sc| {
-            let part_handles: Vec<_> = parts
-                .iter()
-                .map(|p| sc.spawn(move || sandbox.load_digest(&p.label(), p.bytes, p.digest)))
-                .collect();
-            let handles: Vec<_> = missing
-                .iter()
-                .map(|s| sc.spawn(move || sandbox.load_digest(s.name, s.bytes, s.digest)))
-                .collect();
-            let parts_loaded: Vec<Option<Loaded>> = part_handles
-                .into_iter()
-                .map(|h| h.join().ok().and_then(|r| r.ok()).map(|(loaded, _)| loaded))
-                .collect();
-            let loaded: Vec<Result<(Loaded, Option<ToolMeta>)>> = handles
-                .into_iter()
-                .zip(&missing)
-                .map(|(h, s)| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(Error::ComponentLoad {
-                            name: s.name.to_string(),
-                            message: "the compiler thread panicked".into(),
-                        })
-                    })
-                })
-                .collect();
-            (loaded, parts_loaded)
-        });
+        // Compile what is missing side by side, then describe each.
+        let labels: Vec<String> = parts.iter().map(|p| p.label()).collect();
+        let items: Vec<(&str, &[u8], &str)> = parts
+            .iter()
+            .zip(&labels)
+            .map(|(p, label)| (label.as_str(), p.bytes, p.digest))
+            .chain(missing.iter().map(|s| (s.name, s.bytes, s.digest)))
+            .collect();
+        let mut parts_loaded = sandbox.load_many(&items);
+        let loaded = parts_loaded.split_off(parts.len());
+        let parts_loaded = parts_loaded.into_iter().map(|r| r.ok().map(|(l, _)| l));
         // A part's description is recorded beside its artifact; what it may do is checked
         // against its tool when it is first run (`Registry::part`), as ever.
         for (part, loaded) in parts.iter().zip(parts_loaded) {
