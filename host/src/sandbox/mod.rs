@@ -206,10 +206,11 @@ impl Sandbox {
             .cranelift_opt_level(wasmtime::OptLevel::Speed);
         if !options.one_shot {
             // A server compiles a cold cache's components side by side, one per core
-            // (`Registry::preload`), so the compiler's own thread pool adds nothing there:
+            // (`Sandbox::load_many`), so the compiler's own thread pool adds nothing there:
             // its threads would only stay, idle, each keeping the allocator's pages of what
-            // it compiled (a cold start's server sat at ~600 MB of RSS with them, ~100 MB
-            // without). A one-shot call compiles the one component it calls on every core.
+            // it compiled (a server idle after a cold start sat at ~600 MB of RSS with them,
+            // ~250 MB without). A one-shot call compiles the one component it calls on every
+            // core.
             config.parallel_compilation(false);
         }
         let engine = if options.one_shot {
