@@ -151,20 +151,7 @@ impl ArtifactCache {
                     found.artifact_stamp = Some(stamp);
                     let _ = write_sidecar(&sidecar, &found);
                 }
-                // SAFETY: the file is an artifact this host serialized itself with an engine of
-                // the same compatibility hash (it is in the file name), and its bytes matched the
-                // length and sha256 recorded beside it when it was written (just now, or when
-                // this very file, unchanged since, was last hashed), so it is not truncated or
-                // corrupted. wasmtime also checks the header. The cache directory is the user's
-                // own (files 0600): whoever can replace both files can already run code as the
-                // user. It is mapped through the descriptor that was checked (`/proc/self/fd/N`
-                // opens that very file), not by its name again: a file renamed over the
-                // artifact between the check and the map is not the one mapped.
-                let map = opened_path(&file, &artifact);
-                #[allow(unsafe_code)]
-                let component = unsafe { Component::deserialize_file(engine, &map) };
-                drop(file);
-                if let Ok(component) = component {
+                if let Some(component) = map_checked(engine, file, &artifact) {
                     return Ok((component, found.meta));
                 }
             }
@@ -174,27 +161,16 @@ impl ArtifactCache {
             // Failing to cache only costs time on the next start.
             if write_entry(&artifact, &sidecar, &serialized).is_ok() {
                 drop(serialized);
-                if let Some(mapped) = self.map_written(engine, &artifact, &sidecar) {
+                // Served from the artifact just written, checked as at any start, instead of
+                // the compiler's copy: mapped, its code is pages of the file, which the kernel
+                // shares and can drop, not the process's own memory.
+                let checked = read_sidecar(&sidecar).and_then(|f| artifact_matches(&artifact, &f));
+                if let Some(mapped) = checked.and_then(|v| map_checked(engine, v.file, &artifact)) {
                     return Ok((mapped, None));
                 }
             }
         }
         Ok((component, None))
-    }
-
-    /// The artifact just written, mapped (and checked as at any start) instead of the
-    /// component compiled in memory: mapped, its code is pages of the file, which the kernel
-    /// shares and can drop, not the process's own memory.
-    fn map_written(&self, engine: &Engine, artifact: &Path, sidecar: &Path) -> Option<Component> {
-        let found = read_sidecar(sidecar)?;
-        let Verified { file, .. } = artifact_matches(artifact, &found)?;
-        let map = opened_path(&file, artifact);
-        // SAFETY: as in `load`: this host's own artifact, its length and sha256 just checked
-        // against the record written beside it, mapped through the descriptor checked.
-        #[allow(unsafe_code)]
-        let component = unsafe { Component::deserialize_file(engine, &map) };
-        drop(file);
-        component.ok()
     }
 
     /// Record a component's self-description beside its artifact (after a compile).
@@ -235,6 +211,23 @@ impl ArtifactCache {
         );
         Ok(component)
     }
+}
+
+/// The artifact `file` (opened from `artifact` and checked against its sidecar), mapped.
+fn map_checked(engine: &Engine, file: std::fs::File, artifact: &Path) -> Option<Component> {
+    // SAFETY: the file is an artifact this host serialized itself with an engine of the same
+    // compatibility hash (it is in the file name), and its bytes matched the length and sha256
+    // recorded beside it when it was written (just now, or when this very file, unchanged
+    // since, was last hashed), so it is not truncated or corrupted. wasmtime also checks the
+    // header. The cache directory is the user's own (files 0600): whoever can replace both
+    // files can already run code as the user. It is mapped through the descriptor that was
+    // checked (`/proc/self/fd/N` opens that very file), not by its name again: a file renamed
+    // over the artifact between the check and the map is not the one mapped.
+    let map = opened_path(&file, artifact);
+    #[allow(unsafe_code)]
+    let component = unsafe { Component::deserialize_file(engine, &map) };
+    drop(file);
+    component.ok()
 }
 
 fn with_ext(stem: &Path, ext: &str) -> PathBuf {
