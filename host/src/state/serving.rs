@@ -213,7 +213,8 @@ impl Servers {
         })
     }
 
-    /// Whether this server had company when it came in (or has made room since).
+    /// Whether this server had company when it came in, or has since made room on the
+    /// caller's thread (room made later by the knock watcher is not seen here).
     pub fn company(&self) -> Company {
         self.company
     }

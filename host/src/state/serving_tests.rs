@@ -39,8 +39,8 @@ fn a_newcomer_comes_in_only_after_the_server_alone_made_room() {
     );
     assert!(began.elapsed() >= Duration::from_millis(150));
     // A third comes straight in beside the two, and the room is not made twice.
-    let _third = Servers::join(&db, Duration::from_secs(5)).unwrap();
-    let company = _third.company();
+    let third = Servers::join(&db, Duration::from_secs(5)).unwrap();
+    let company = third.company();
     assert_eq!(company, Company::Others);
     drop(second);
     drop(first);
@@ -55,8 +55,8 @@ fn a_server_that_ended_leaves_the_next_alone() {
     let mut first = Servers::join(&db, Duration::from_secs(5)).unwrap();
     first.on_knock(&db, || {});
     drop(first);
-    let _next = Servers::join(&db, Duration::from_secs(5)).unwrap();
-    let company = _next.company();
+    let next = Servers::join(&db, Duration::from_secs(5)).unwrap();
+    let company = next.company();
     assert_eq!(company, Company::Alone);
 }
 
@@ -67,8 +67,8 @@ fn a_server_that_ended_leaves_the_next_alone() {
 fn a_newcomer_never_comes_in_beside_a_server_that_made_no_room() {
     let dir = tempfile::tempdir().unwrap();
     let db = db_in(dir.path());
-    let _first = Servers::join(&db, Duration::from_secs(5)).unwrap();
-    let company = _first.company();
+    let first = Servers::join(&db, Duration::from_secs(5)).unwrap();
+    let company = first.company();
     assert_eq!(company, Company::Alone);
     let Err(err) = Servers::join(&db, Duration::from_millis(300)) else {
         panic!("came in beside a server alone");
@@ -107,8 +107,8 @@ fn planted_lock_files_are_refused_and_mean_company() {
             let ws = dir.path().join(format!("{what}{suffix}"));
             let db = db_in(&ws);
             plant(&lock_path(&db, suffix));
-            let _s = Servers::join(&db, Duration::from_secs(2)).unwrap();
-            let company = _s.company();
+            let s = Servers::join(&db, Duration::from_secs(2)).unwrap();
+            let company = s.company();
             assert_eq!(company, Company::Others, "{what} at {suffix}");
         }
         // A planted knock: the server alone cannot be told of a newcomer, so it makes room
@@ -127,8 +127,8 @@ fn planted_lock_files_are_refused_and_mean_company() {
             "{what} at -knock: no room made"
         );
         assert_eq!(alone.company(), Company::Others, "{what} at -knock");
-        let _next = Servers::join(&db, Duration::from_secs(2)).unwrap();
-        let company = _next.company();
+        let next = Servers::join(&db, Duration::from_secs(2)).unwrap();
+        let company = next.company();
         assert_eq!(company, Company::Others, "{what} at -knock");
     }
     assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
