@@ -67,6 +67,40 @@ pub struct Confinement {
     pub masks: u32,
     /// The command and everything it starts are held in a pids cgroup with this limit.
     pub pids_limit: Option<u32>,
+    /// How the namespaces are made: by this process itself, or inside a user namespace of
+    /// the command's own (the caller is not privileged); in landlock-only mode there are none.
+    #[serde(default)]
+    pub mode: NsMode,
+    /// Without a pids cgroup: `RLIMIT_NPROC` bounds the command's tasks, counted in its own
+    /// user namespace (so only the command's processes count).
+    #[serde(default)]
+    pub nproc_limit: Option<u32>,
+}
+
+/// How a command's namespaces are made on this host, for this user.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NsMode {
+    /// The process makes them itself (root with CAP_SYS_ADMIN).
+    #[default]
+    Privileged,
+    /// Inside a new user namespace that maps the caller's uid and gid to themselves (never to
+    /// root outside): an ordinary user, or root without CAP_SYS_ADMIN.
+    UserNamespace,
+    /// No namespace can be made: Landlock (reads and writes), seccomp, `no_new_privs` and
+    /// rlimits only, and no network.
+    LandlockOnly,
+}
+
+impl NsMode {
+    /// The name the observation and `toolgate doctor` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            NsMode::Privileged => "privileged",
+            NsMode::UserNamespace => "user-namespace",
+            NsMode::LandlockOnly => "landlock-only",
+        }
+    }
 }
 
 /// Processes and threads one command may have at once by default: enough for a parallel
@@ -214,7 +248,15 @@ impl Confinement {
             "env_scrubbed": self.env_scrubbed,
             "read_only": self.read_only,
             "masks": self.masks,
-            "pids_limit": self.pids_limit,
+            "pids_limit": self.pids_limit.or(self.nproc_limit),
+            "pids_bound": if self.pids_limit.is_some() {
+                Value::from("cgroup")
+            } else if self.nproc_limit.is_some() {
+                Value::from("rlimit-nproc")
+            } else {
+                Value::Null
+            },
+            "mode": self.mode.name(),
         })
     }
 }
@@ -281,20 +323,36 @@ pub fn available(network: bool) -> Confinement {
         read_only: false,
         masks: 0,
         pids_limit: None,
+        mode: p.mode,
+        nproc_limit: None,
     }
 }
 
-#[derive(Clone, Copy, Default)]
-struct Probe {
+/// What this process can apply, as found once by trying it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Probe {
     /// The highest Landlock ABI this kernel enforces (0: none).
-    landlock_abi: u8,
-    netns: bool,
-    mountns: bool,
-    pidns: bool,
-    seccomp: bool,
+    pub landlock_abi: u8,
+    /// A network namespace can be made (directly or inside a user namespace).
+    pub netns: bool,
+    /// A mount namespace can be made.
+    pub mountns: bool,
+    /// PID, IPC and UTS namespaces can be made.
+    pub pidns: bool,
+    /// The seccomp filter loads.
+    pub seccomp: bool,
+    /// How namespaces are made here.
+    pub mode: NsMode,
+    /// Why this process cannot make namespaces itself (the errno of `unshare`).
+    pub direct_errno: Option<i32>,
+    /// Why no user namespace could be made (the errno), when none could.
+    pub userns_errno: Option<i32>,
+    /// Which step of making the user namespace failed (`unshare`, `uid_map`, …).
+    pub userns_step: Option<&'static str>,
 }
 
-fn probe() -> Probe {
+/// What this process can apply, probed once.
+pub fn probe() -> Probe {
     static PROBE: OnceLock<Probe> = OnceLock::new();
     *PROBE.get_or_init(|| {
         #[cfg(target_os = "linux")]
@@ -310,10 +368,21 @@ fn probe() -> Probe {
 
 mod calldirs;
 mod cleanup;
+pub mod report;
 mod skeleton;
 mod view;
 pub use calldirs::{finish_cleanup, CallDirs};
 pub use view::{build_view, Bind, ViewInputs, ViewSpec};
+
+/// The network namespace a command joins (its own, behind the egress proxy) and, when the
+/// host is not privileged, the user namespace that owns it, joined first.
+#[cfg(target_os = "linux")]
+pub struct CommandNs {
+    /// The network namespace.
+    pub net: rustix::fd::OwnedFd,
+    /// Its owning user namespace (user-namespace mode only).
+    pub user: Option<rustix::fd::OwnedFd>,
+}
 
 /// Install exactly `want` on `cmd` (the spawner and the host's fallback both apply what the
 /// host chose); `procs` is the pids cgroup's directory, which the command starts inside.
@@ -325,7 +394,7 @@ pub fn apply(
     view: Option<&ViewSpec>,
     writable: &[PathBuf],
     procs: Option<rustix::fd::OwnedFd>,
-    net: Option<rustix::fd::OwnedFd>,
+    net: Option<CommandNs>,
 ) -> Result<(), String> {
     linux::install(cmd, want, view, writable, procs, net)
 }
@@ -340,6 +409,9 @@ pub fn empty_bounding_set() {
 
 #[cfg(target_os = "linux")]
 mod linux;
+
+#[cfg(target_os = "linux")]
+pub(crate) use linux::userns::Maps as UserMaps;
 
 #[cfg(target_os = "linux")]
 pub use linux::direct::{spawn as spawn_direct, Direct, Launch};

@@ -19,6 +19,8 @@ use std::sync::Arc;
 pub struct CommandNet {
     /// The namespace the command joins.
     pub ns: Arc<OwnedFd>,
+    /// The user namespace that owns it, joined first (a host that is not privileged).
+    pub user: Option<Arc<OwnedFd>>,
     /// The proxy's port on `127.0.0.1` inside it.
     pub port: u16,
     /// Keeps the proxy serving while the command may still use it.
@@ -42,6 +44,15 @@ impl PartialEq for CommandNet {
 impl Eq for CommandNet {}
 
 impl CommandNet {
+    /// Copies of the namespaces' descriptors, for the process that starts the command.
+    #[cfg(target_os = "linux")]
+    pub fn namespaces(&self) -> std::io::Result<crate::exec::confine::CommandNs> {
+        Ok(crate::exec::confine::CommandNs {
+            net: self.ns.try_clone()?,
+            user: self.user.as_deref().map(OwnedFd::try_clone).transpose()?,
+        })
+    }
+
     /// The environment that points every common client at the proxy: the `*_PROXY` variables
     /// (both cases), npm's, cargo's and pip's own, and git's `http.proxy` through
     /// `GIT_CONFIG_*` (appended after the entries `env` already has).
@@ -80,37 +91,183 @@ impl CommandNet {
     }
 }
 
-/// A fresh network namespace with `lo` up and a listener on `127.0.0.1:0` inside it.
+/// A fresh network namespace with `lo` up and a listener on `127.0.0.1:0` inside it, and,
+/// on a host that is not privileged, the user namespace that owns it (the command joins that
+/// first: only there may it enter the network namespace).
 #[cfg(target_os = "linux")]
-pub fn create() -> Result<(OwnedFd, std::net::TcpListener), ExecError> {
-    std::thread::spawn(|| -> Result<(OwnedFd, std::net::TcpListener), ExecError> {
-        // SAFETY: only this short-lived thread moves to the new namespace; it shares no file
-        // table or filesystem context change (no CLONE_FILES/FS) and exits right after.
-        #[allow(unsafe_code)]
-        unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }.map_err(
-            |e| ExecError::Io {
-                what: "creating the command's network namespace",
-                error: e.into(),
-            },
-        )?;
-        raise_loopback().map_err(ExecError::io("raising the command's loopback interface"))?;
-        let ns = std::fs::File::open("/proc/thread-self/ns/net")
-            .map_err(ExecError::io("opening the command's network namespace"))?;
-        let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(ExecError::io(
-            "binding the proxy inside the command's namespace",
-        ))?;
+pub fn create() -> Result<(OwnedFd, Option<OwnedFd>, std::net::TcpListener), ExecError> {
+    if crate::exec::confine::probe().mode == crate::exec::confine::NsMode::UserNamespace {
+        let (user, ns, listener) = create_in_user_namespace()?;
         listener
             .set_nonblocking(true)
             .map_err(ExecError::io("preparing the proxy's listener"))?;
-        Ok((OwnedFd::from(ns), listener))
-    })
+        return Ok((ns, Some(user), listener));
+    }
+    std::thread::spawn(
+        || -> Result<(OwnedFd, Option<OwnedFd>, std::net::TcpListener), ExecError> {
+            // SAFETY: only this short-lived thread moves to the new namespace; it shares no file
+            // table or filesystem context change (no CLONE_FILES/FS) and exits right after.
+            #[allow(unsafe_code)]
+            unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }
+                .map_err(|e| ExecError::Io {
+                    what: "creating the command's network namespace",
+                    error: e.into(),
+                })?;
+            raise_loopback().map_err(ExecError::io("raising the command's loopback interface"))?;
+            let ns = std::fs::File::open("/proc/thread-self/ns/net")
+                .map_err(ExecError::io("opening the command's network namespace"))?;
+            let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(ExecError::io(
+                "binding the proxy inside the command's namespace",
+            ))?;
+            listener
+                .set_nonblocking(true)
+                .map_err(ExecError::io("preparing the proxy's listener"))?;
+            Ok((OwnedFd::from(ns), None, listener))
+        },
+    )
     .join()
     .map_err(|_| ExecError::NamespaceThread)?
 }
 
+/// [`create`] for a host that is not privileged. A thread of a multi-threaded process may not
+/// make a user namespace, so a child is cloned into a new user and network namespace: it
+/// maps the caller to itself, raises `lo`, binds the listener, sends the three descriptors
+/// (user namespace, network namespace, listener) back over a socket pair and exits. The
+/// namespaces live on through the descriptors.
+#[cfg(target_os = "linux")]
+fn create_in_user_namespace() -> Result<(OwnedFd, OwnedFd, std::net::TcpListener), ExecError> {
+    use rustix::net::{
+        recvmsg, sendmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage,
+        RecvFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
+    };
+    use std::mem::MaybeUninit;
+    let fail = |what: &'static str| {
+        move |e: rustix::io::Errno| ExecError::Io {
+            what,
+            error: e.into(),
+        }
+    };
+    let maps = crate::exec::confine::UserMaps::of_caller();
+    let (ours, theirs) = socketpair(
+        AddressFamily::UNIX,
+        SocketType::SEQPACKET,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(fail(
+        "making the socket for the command's network namespace",
+    ))?;
+    let flags = libc::SIGCHLD | libc::CLONE_NEWUSER | libc::CLONE_NEWNET;
+    // SAFETY: clone without CLONE_VM behaves as fork into the new namespaces; the child runs
+    // `in_child` on a copy of this stack, which makes only system calls on values made here,
+    // and exits.
+    #[allow(unsafe_code)]
+    let pid = unsafe { libc::syscall(libc::SYS_clone, flags as libc::c_long, 0, 0, 0, 0) };
+    if pid < 0 {
+        return Err(ExecError::Io {
+            what: "creating the command's user and network namespaces",
+            error: std::io::Error::last_os_error(),
+        });
+    }
+    if pid == 0 {
+        let in_child = || -> std::io::Result<()> {
+            maps.write_self()?;
+            raise_loopback()?;
+            let listener = rustix::net::socket_with(
+                AddressFamily::INET,
+                SocketType::STREAM,
+                rustix::net::SocketFlags::CLOEXEC,
+                None,
+            )?;
+            rustix::net::bind(
+                &listener,
+                &std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 0),
+            )?;
+            rustix::net::listen(&listener, 128)?;
+            let open = |p: &std::ffi::CStr| {
+                rustix::fs::open(
+                    p,
+                    rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+                    rustix::fs::Mode::empty(),
+                )
+            };
+            let user = open(c"/proc/self/ns/user")?;
+            let net = open(c"/proc/self/ns/net")?;
+            let fds = [
+                rustix::fd::AsFd::as_fd(&user),
+                rustix::fd::AsFd::as_fd(&net),
+                rustix::fd::AsFd::as_fd(&listener),
+            ];
+            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+            let mut control = SendAncillaryBuffer::new(&mut space);
+            control.push(SendAncillaryMessage::ScmRights(&fds));
+            sendmsg(
+                &theirs,
+                &[std::io::IoSlice::new(b"ns")],
+                &mut control,
+                SendFlags::NOSIGNAL,
+            )?;
+            Ok(())
+        };
+        let code = match in_child() {
+            Ok(()) => 0,
+            Err(e) => e.raw_os_error().unwrap_or(libc::EPERM),
+        };
+        // SAFETY: the cloned child ends here without running anything of the parent's.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::_exit(code)
+        }
+    }
+    drop(theirs);
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let mut buf = [0u8; 8];
+    let got = loop {
+        match recvmsg(
+            &ours,
+            &mut [std::io::IoSliceMut::new(&mut buf)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC,
+        ) {
+            Err(rustix::io::Errno::INTR) => continue,
+            other => break other,
+        }
+    };
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    for msg in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(received) = msg {
+            fds.extend(received);
+        }
+    }
+    let mut status: libc::c_int = 0;
+    // SAFETY: reaping our own child into a local.
+    #[allow(unsafe_code)]
+    while unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) } < 0 {
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break;
+        }
+    }
+    got.map_err(fail("receiving the command's network namespace"))?;
+    let mut fds = fds.into_iter();
+    match (fds.next(), fds.next(), fds.next()) {
+        (Some(user), Some(net), Some(listener)) => {
+            Ok((user, net, std::net::TcpListener::from(listener)))
+        }
+        _ => Err(ExecError::Io {
+            what: "creating the command's user and network namespaces",
+            error: std::io::Error::from_raw_os_error(if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status).max(1)
+            } else {
+                libc::EPERM
+            }),
+        }),
+    }
+}
+
 /// Not available off Linux: commands there get no network namespace at all.
 #[cfg(not(target_os = "linux"))]
-pub fn create() -> Result<(OwnedFd, std::net::TcpListener), ExecError> {
+pub fn create() -> Result<(OwnedFd, Option<OwnedFd>, std::net::TcpListener), ExecError> {
     Err(ExecError::NeedsLinux {
         what: "a network namespace per command",
     })
@@ -184,7 +341,7 @@ mod tests {
     /// have it.
     #[test]
     fn the_listener_lives_in_the_commands_namespace() {
-        let Ok((ns, listener)) = create() else {
+        let Ok((ns, _user, listener)) = create() else {
             eprintln!("skipped: this process cannot create network namespaces");
             return;
         };
@@ -215,12 +372,13 @@ mod tests {
 
     #[test]
     fn the_proxy_environment_points_every_client_at_the_proxy() {
-        let Ok((ns, _listener)) = create() else {
+        let Ok((ns, user, _listener)) = create() else {
             eprintln!("skipped: this process cannot create network namespaces");
             return;
         };
         let net = CommandNet {
             ns: Arc::new(ns),
+            user: user.map(Arc::new),
             port: 4242,
             keep: Arc::new(()),
         };

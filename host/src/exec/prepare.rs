@@ -53,6 +53,11 @@ fn prepare_with(
         None => confine::PidsCgroup::create(host.config.max_processes),
     };
     confinement.pids_limit = shared.or(pids.as_ref().map(|p| p.limit()));
+    // No pids cgroup here (an ordinary user without a delegated one): the command's own user
+    // namespace counts its tasks, and `RLIMIT_NPROC` there bounds them.
+    if confinement.pids_limit.is_none() && confinement.mode == confine::NsMode::UserNamespace {
+        confinement.nproc_limit = Some(host.config.max_processes);
+    }
     confinement.read_only = read_only;
     confinement.egress = approved.net.is_some();
     if host.config.require_confinement && !confinement.complete() {
@@ -141,6 +146,7 @@ fn prepare_with(
         writable,
         cgroup: pids.is_some(),
         netns: approved.net.is_some(),
+        netns_user: approved.net.as_ref().is_some_and(|n| n.user.is_some()),
         shared_pids: shared.is_some(),
     };
     Ok(Prepared {

@@ -301,7 +301,7 @@ pub fn spawn(host: &ExecHost, approved: &ApprovedCommand) -> Result<Process, Exe
         p.stdout.open = true;
         p.stderr.open = true;
     }
-    let net = approved.net.as_ref().map(|n| &*n.ns);
+    let net = approved.net.as_ref();
     let (pid, readers, via_spawner) =
         match start_with_spawner(host, &request, pids.as_ref(), net, &shared)? {
             Some((pid, readers)) => (pid, readers, true),

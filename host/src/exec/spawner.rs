@@ -33,7 +33,7 @@ pub use request::Request;
 pub const ARG: &str = "__spawner";
 
 /// Bumped whenever [`Request`] or [`Reply`] change.
-const PROTOCOL: u32 = 3;
+const PROTOCOL: u32 = 4;
 
 /// Largest request the host sends; a larger one (a huge command or environment) is forked
 /// from the host instead.
@@ -253,7 +253,7 @@ mod linux {
                 },
             );
             let borrowed: Vec<_> = fds.iter().map(|f| f.as_fd()).collect();
-            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(5))];
             let mut control = SendAncillaryBuffer::new(&mut space);
             if !control.push(SendAncillaryMessage::ScmRights(&borrowed)) {
                 lock(&conn.waiting).remove(&req.id);
@@ -416,7 +416,7 @@ mod linux {
     /// Receive one message into `buf`; `None` when the other side closed (or the socket failed).
     fn receive(sock: &OwnedFd, buf: &mut [u8]) -> Option<Received> {
         loop {
-            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(5))];
             let mut control = RecvAncillaryBuffer::new(&mut space);
             let got = match recvmsg(
                 sock,

@@ -47,7 +47,7 @@ impl Gate {
         if approved.class == "read-only" || shell.network || !self.exec_host.confinement().netns {
             return None;
         }
-        let (ns, listener) = match crate::exec::netns::create() {
+        let (ns, user, listener) = match crate::exec::netns::create() {
             Ok(made) => made,
             Err(e) => {
                 tracing::warn!(error = %e, "the command runs without network");
@@ -94,6 +94,7 @@ impl Gate {
         };
         let net = CommandNet {
             ns: Arc::new(ns),
+            user: user.map(Arc::new),
             port: egress.addr().port(),
             keep: egress.clone(),
         };

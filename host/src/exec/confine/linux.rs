@@ -1,7 +1,7 @@
 //! The Linux side of the confinement: Landlock, the probe, and installing every layer on a
 //! `Command`.
 
-use crate::exec::confine::{Confinement, Probe, ViewSpec};
+use crate::exec::confine::{Confinement, NsMode, Probe, ViewSpec};
 use landlock::{
     path_beneath_rules, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr,
     RulesetCreatedAttr, Scope, ABI,
@@ -17,12 +17,17 @@ mod cgroup;
 pub(super) mod direct;
 mod fork;
 mod mount;
+mod readrules;
 mod seccomp_rules;
+pub(crate) mod userns;
 mod util;
 
 pub(super) use cgroup::Cgroup;
 use fork::{drop_capabilities, join_cgroup, split_for_pid_namespace};
 use mount::{enter_view, prepare};
+pub(super) use readrules::{
+    landlock_only_ruleset, read_rules, Grant, Handled, ReadInputs, ReadRules, Rule,
+};
 use seccomp_rules::seccomp_filters;
 
 /// The file-system access rights handled (ABI 3: writes, truncation, refer).
@@ -64,29 +69,90 @@ pub(super) fn probe() -> Probe {
     } else {
         0
     };
-    let try_flags = |flags: UnshareFlags| -> bool {
+    let maps = userns::Maps::of_caller();
+    // Start `/bin/true` after `unshare(flags)` (and, with a user namespace, mapping the
+    // caller into it) in a child: the errno if that failed.
+    let try_flags = |flags: UnshareFlags| -> Result<(), i32> {
         let mut cmd = Command::new("/bin/true");
         cmd.stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
-        // SAFETY: the closure only calls `unshare(2)`, which is async-signal-safe, and
-        // allocates nothing.
+        let maps = maps.clone();
+        // SAFETY: the closure only makes system calls (`unshare(2)`, opening and writing the
+        // `/proc/self` map files from buffers made in the parent) and allocates nothing.
         #[allow(unsafe_code)]
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-                rustix::thread::unshare_unsafe(flags).map_err(std::io::Error::from)
+                rustix::thread::unshare_unsafe(flags).map_err(std::io::Error::from)?;
+                if flags.contains(UnshareFlags::NEWUSER) {
+                    maps.write_self()?;
+                }
+                Ok(())
             });
         }
-        cmd.status().is_ok_and(|s| s.success())
+        match cmd.spawn() {
+            Ok(mut child) => match child.wait() {
+                Ok(s) if s.success() => Ok(()),
+                _ => Err(libc::EPERM),
+            },
+            Err(e) => Err(e.raw_os_error().unwrap_or(libc::EPERM)),
+        }
     };
     let pid_flags = UnshareFlags::NEWPID | UnshareFlags::NEWIPC | UnshareFlags::NEWUTS;
-    // One child for the usual case (everything works), one per namespace otherwise.
-    let all = try_flags(UnshareFlags::NEWNET | UnshareFlags::NEWNS | pid_flags);
+    let every = UnshareFlags::NEWNET | UnshareFlags::NEWNS | pid_flags;
+    // One child for the usual cases (everything works directly, or in a user namespace),
+    // one per namespace otherwise.
+    let direct = try_flags(every);
+    let seccomp = seccomp_filters(false).is_ok();
+    if direct.is_ok() {
+        return Probe {
+            landlock_abi,
+            netns: true,
+            mountns: true,
+            pidns: true,
+            seccomp,
+            mode: NsMode::Privileged,
+            ..Probe::default()
+        };
+    }
+    let direct_errno = direct.err();
+    // Not privileged: the same namespaces inside a user namespace of the command's own.
+    let (userns_errno, userns_step) = match try_flags(every | UnshareFlags::NEWUSER) {
+        Ok(()) => {
+            return Probe {
+                landlock_abi,
+                netns: true,
+                mountns: true,
+                pidns: true,
+                seccomp,
+                mode: NsMode::UserNamespace,
+                direct_errno,
+                ..Probe::default()
+            }
+        }
+        // Whether a user namespace alone is refused, or only the others inside it.
+        Err(e) => match try_flags(UnshareFlags::NEWUSER) {
+            Ok(()) => (Some(e), Some("namespaces inside the user namespace")),
+            Err(alone) => (Some(alone), Some("user namespace")),
+        },
+    };
+    // Partly privileged (a container that allows some namespaces): each on its own.
+    let netns = try_flags(UnshareFlags::NEWNET).is_ok();
+    let mountns = try_flags(UnshareFlags::NEWNS).is_ok();
+    let pidns = try_flags(pid_flags).is_ok();
     Probe {
         landlock_abi,
-        netns: all || try_flags(UnshareFlags::NEWNET),
-        mountns: all || try_flags(UnshareFlags::NEWNS),
-        pidns: all || try_flags(pid_flags),
-        seccomp: seccomp_filters().is_ok(),
+        netns,
+        mountns,
+        pidns,
+        seccomp,
+        mode: if netns || mountns || pidns {
+            NsMode::Privileged
+        } else {
+            NsMode::LandlockOnly
+        },
+        direct_errno,
+        userns_errno,
+        userns_step,
     }
 }
 
@@ -118,7 +184,11 @@ pub(super) struct Armed {
     flags: UnshareFlags,
     /// The network namespace to join instead of a new one.
     own_net: Option<OwnedFd>,
+    /// The user namespace that owns `own_net`, joined first (user-namespace mode).
+    own_user: Option<OwnedFd>,
     shared_net: Option<rustix::fd::BorrowedFd<'static>>,
+    /// A new user namespace is made with the others: the caller maps itself into it.
+    maps: Option<userns::Maps>,
     procs: Option<OwnedFd>,
     want: Confinement,
 }
@@ -129,8 +199,19 @@ impl Armed {
         view: Option<&ViewSpec>,
         writable: &[PathBuf],
         procs: Option<OwnedFd>,
-        own_net: Option<OwnedFd>,
+        net: Option<super::CommandNs>,
     ) -> Result<Armed, String> {
+        let (own_net, own_user) = match net {
+            Some(n) => (Some(n.net), n.user),
+            None => (None, None),
+        };
+        let in_userns = want.mode == NsMode::UserNamespace;
+        if in_userns && own_net.is_some() && own_user.is_none() {
+            return Err(
+                "the command's network namespace has no user namespace to join (this host is not privileged)"
+                    .into(),
+            );
+        }
         let writable: Vec<PathBuf> = match view {
             Some(v) => v.writable.clone(),
             None => writable.to_vec(),
@@ -141,22 +222,30 @@ impl Armed {
             None
         };
         let prepared = match view.filter(|_| want.view && want.mountns) {
-            Some(v) => Some(prepare(v)?),
+            Some(v) => Some(prepare(v, in_userns)?),
             None => None,
         };
         let filters: &'static [seccompiler::BpfProgram] = if want.seccomp {
-            seccomp_filters()?
+            seccomp_filters(want.mode == NsMode::LandlockOnly)?
         } else {
             &[]
         };
         let mut flags = UnshareFlags::empty();
-        // The command's own namespace (behind the egress proxy), else the shared empty one.
+        // The command's own namespace (behind the egress proxy), else the shared empty one
+        // (made by a privileged host only: in a user namespace of its own, the command makes
+        // a fresh one, which it alone can enter).
         let shared_net = match &own_net {
-            None if want.netns && want.scopes && want.landlock => {
+            None if want.netns && want.scopes && want.landlock && !in_userns => {
                 crate::exec::netns::shared_empty()
             }
             _ => None,
         };
+        // A user namespace of the command's own, unless it joins the one that owns its
+        // network namespace.
+        let maps = (in_userns && own_user.is_none()).then(userns::Maps::of_caller);
+        if maps.is_some() {
+            flags |= UnshareFlags::NEWUSER;
+        }
         if want.netns && shared_net.is_none() && own_net.is_none() {
             flags |= UnshareFlags::NEWNET;
         }
@@ -173,14 +262,30 @@ impl Armed {
             last_cap: cap_last_cap(),
             flags,
             own_net,
+            own_user,
             shared_net,
+            maps,
             procs,
             want,
         })
     }
 
-    /// Join the network namespace chosen instead of a new one (in the first child).
+    /// Whether the command can be cloned straight into its namespaces: not when it first
+    /// joins a user namespace (`setns` into one must come before the others are made).
+    pub(super) fn clones_directly(&self) -> bool {
+        self.own_user.is_none()
+    }
+
+    /// Join the user namespace that owns the command's network namespace, then that network
+    /// namespace (or the shared empty one) instead of a new one (in the first child, before
+    /// any namespace is made).
     fn join_net(&self) -> std::io::Result<()> {
+        if let Some(user) = &self.own_user {
+            rustix::thread::move_into_link_name_space(
+                user.as_fd(),
+                Some(rustix::thread::LinkNameSpaceType::User),
+            )?;
+        }
         if let Some(net) = self.own_net.as_ref().map(AsFd::as_fd).or(self.shared_net) {
             rustix::thread::move_into_link_name_space(
                 net,
@@ -190,9 +295,21 @@ impl Armed {
         Ok(())
     }
 
+    /// In the child that made the namespaces: map the caller into its new user namespace,
+    /// when it made one (before anything that needs the uid mapped).
+    fn map_user(&self) -> std::io::Result<()> {
+        match &self.maps {
+            Some(m) => m.write_self(),
+            None => Ok(()),
+        }
+    }
+
     /// In the child, inside its new namespaces: the view, capabilities, Landlock, seccomp
     /// (all inherited by what it forks). Only system calls on what was prepared.
     fn setup(&mut self) -> std::io::Result<()> {
+        if let Some(max) = self.want.nproc_limit {
+            userns::limit_tasks(max)?;
+        }
         if let Some(p) = &self.prepared {
             enter_view(p)?;
         } else if self.want.mountns {
@@ -229,11 +346,11 @@ pub(super) fn install(
     view: Option<&ViewSpec>,
     writable: &[PathBuf],
     procs: Option<OwnedFd>,
-    own_net: Option<OwnedFd>,
+    net: Option<super::CommandNs>,
 ) -> Result<(), String> {
     // Everything that allocates or opens paths is done here, in the parent; the child only
     // makes system calls on what was prepared.
-    let mut armed = Armed::new(want, view, writable, procs, own_net)?;
+    let mut armed = Armed::new(want, view, writable, procs, net)?;
     // SAFETY: `pre_exec` runs in the forked child before `exec`. The closure makes only
     // system calls (unshare, clone, mount, pivot_root, prctl, capset, landlock, seccomp)
     // on values prepared in the parent (C strings, the ruleset's descriptor, the BPF
@@ -255,6 +372,7 @@ pub(super) fn install(
             if !armed.flags.is_empty() {
                 rustix::thread::unshare_unsafe(armed.flags)?;
             }
+            armed.map_user()?;
             if armed.want.pidns {
                 let procs = armed.procs.take();
                 split_for_pid_namespace(procs.as_ref().map(|fd| fd.as_fd()), &mut || {

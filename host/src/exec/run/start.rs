@@ -25,7 +25,7 @@ pub(super) fn start_with_spawner(
     host: &ExecHost,
     request: &crate::exec::spawner::Request,
     pids: Option<&confine::PidsCgroup>,
-    net: Option<&rustix::fd::OwnedFd>,
+    net: Option<&crate::exec::netns::CommandNet>,
     shared: &Arc<(Mutex<Progress>, Condvar)>,
 ) -> Result<Option<(i32, Readers)>, ExecError> {
     #[cfg(target_os = "linux")]
@@ -37,11 +37,13 @@ pub(super) fn start_with_spawner(
         if let Some(p) = pids {
             fds.push(p.procs_fd().map_err(ExecError::Confine)?);
         }
-        if let Some(ns) = net {
-            fds.push(
-                ns.try_clone()
-                    .map_err(ExecError::io("passing the network namespace"))?,
-            );
+        if let Some(net) = net {
+            for ns in std::iter::once(&net.ns).chain(&net.user) {
+                fds.push(
+                    ns.try_clone()
+                        .map_err(ExecError::io("passing the network namespace"))?,
+                );
+            }
         }
         // When the spawner dies, the status of what it started is unknown (`None, None`):
         // the group is killed at once, since nobody can reap it or see it end any more.
@@ -80,7 +82,7 @@ pub(super) fn start_with_spawner(
 pub(super) fn start_in_process(
     request: &crate::exec::spawner::Request,
     pids: Option<&confine::PidsCgroup>,
-    net: Option<&rustix::fd::OwnedFd>,
+    net: Option<&crate::exec::netns::CommandNet>,
     shared: &Arc<(Mutex<Progress>, Condvar)>,
 ) -> Result<(i32, Readers), ExecError> {
     let mut cmd = request.command();
@@ -92,7 +94,7 @@ pub(super) fn start_in_process(
             pids.map(confine::PidsCgroup::procs_fd)
                 .transpose()
                 .map_err(ExecError::Confine)?,
-            net.map(rustix::fd::OwnedFd::try_clone)
+            net.map(crate::exec::netns::CommandNet::namespaces)
                 .transpose()
                 .map_err(ExecError::io("passing the network namespace"))?,
         )

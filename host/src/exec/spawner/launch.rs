@@ -105,7 +105,8 @@ enum Launched {
 
 /// Fork and exec one command with exactly the confinement the host asked for.
 fn launch(req: &Request, fds: Vec<OwnedFd>) -> Result<Launched, String> {
-    let expected = 2 + usize::from(req.cgroup) + usize::from(req.netns);
+    let expected =
+        2 + usize::from(req.cgroup) + usize::from(req.netns) + usize::from(req.netns_user);
     if fds.len() != expected {
         return Err(format!(
             "the spawner got {} descriptors, expected {expected}",
@@ -116,8 +117,12 @@ fn launch(req: &Request, fds: Vec<OwnedFd>) -> Result<Launched, String> {
     let (Some(stdout), Some(stderr)) = (fds.next(), fds.next()) else {
         return Err("missing output descriptors".into());
     };
-    let (procs, net) = (req.cgroup.then(|| fds.next()).flatten(), fds.next());
-    if req.confinement.pidns {
+    let procs = req.cgroup.then(|| fds.next()).flatten();
+    let net = req.netns.then(|| fds.next()).flatten();
+    let user = req.netns_user.then(|| fds.next()).flatten();
+    let net = net.map(|net| crate::exec::confine::CommandNs { net, user });
+    // A command that joins a user namespace first cannot be cloned into the others at once.
+    if req.confinement.pidns && !req.netns_user {
         let launch = crate::exec::confine::Launch {
             program: &req.program,
             arg0: &req.arg0,

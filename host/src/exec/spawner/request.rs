@@ -27,8 +27,13 @@ pub struct Request {
     pub writable: Vec<PathBuf>,
     /// The third file descriptor is the pids cgroup's directory.
     pub cgroup: bool,
-    /// The last file descriptor is the command's own network namespace (egress proxy).
+    /// A file descriptor after the cgroup's is the command's own network namespace (egress
+    /// proxy).
     pub netns: bool,
+    /// The last file descriptor is the user namespace owning that network namespace (a host
+    /// that is not privileged).
+    #[serde(default)]
+    pub netns_user: bool,
     /// The command counts against the spawner's own pids cgroup (it starts inside it, as
     /// everything the spawner forks does): never started any other way. Host-side only.
     #[serde(skip)]
@@ -61,7 +66,7 @@ impl Request {
         &self,
         cmd: &mut std::process::Command,
         procs: Option<rustix::fd::OwnedFd>,
-        net: Option<rustix::fd::OwnedFd>,
+        net: Option<crate::exec::confine::CommandNs>,
     ) -> Result<(), String> {
         crate::exec::confine::apply(
             cmd,

@@ -145,7 +145,7 @@ pub fn spawn(
     stdout: OwnedFd,
     stderr: OwnedFd,
     procs: Option<OwnedFd>,
-    net: Option<OwnedFd>,
+    net: Option<crate::exec::confine::CommandNs>,
 ) -> Result<Direct, String> {
     debug_assert!(req.confinement.pidns);
     // Everything the two children need, made here: they only make system calls.
@@ -178,6 +178,9 @@ pub fn spawn(
     .map_err(|e| format!("opening /dev/null for the command's input: {e}"))?;
     let cgroup = procs.is_some();
     let mut armed = Armed::new(req.confinement, req.view, req.writable, procs, net)?;
+    if !armed.clones_directly() {
+        return Err("this command joins a user namespace first: start it through a Command".into());
+    }
     let attrs = SpawnAttrs::new(null.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd())?;
     // The exec's outcome (an errno, or end of file once the command runs), the command's
     // status, and "go" once the init is in the pids cgroup.
@@ -381,6 +384,9 @@ unsafe fn init(
     }
     // Its own process group, which the command joins: a timeout kills the group.
     libc::setpgid(0, 0);
+    if let Err(e) = armed.map_user() {
+        fail(fds.err_w, errno_of(&e));
+    }
     if let Err(e) = armed.join_net() {
         fail(fds.err_w, errno_of(&e));
     }

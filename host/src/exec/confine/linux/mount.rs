@@ -46,9 +46,13 @@ pub(super) struct Prepared {
     /// Pinned and git directories together, parents first.
     mount_points: Vec<CString>,
     cwd: CString,
+    /// Built inside a user namespace: every remount keeps the flags the kernel locked on the
+    /// host's mounts (`nosuid`, `nodev`, `noexec`, atime, read-only), and a bind that would
+    /// reveal what a locked mount below it hides is made recursive.
+    in_userns: bool,
 }
 
-pub(super) fn prepare(v: &ViewSpec) -> Result<Prepared, String> {
+pub(super) fn prepare(v: &ViewSpec, in_userns: bool) -> Result<Prepared, String> {
     let root = &v.root;
     let mut binds = Vec::new();
     for b in &v.binds {
@@ -99,7 +103,59 @@ pub(super) fn prepare(v: &ViewSpec) -> Result<Prepared, String> {
                 .collect::<Result<Vec<_>, _>>()?
         },
         cwd: cstr(&v.cwd)?,
+        in_userns,
     })
+}
+
+/// The flags of the mount at `target` that a remount inside a user namespace must keep: the
+/// kernel locks them on mounts that came from a more privileged namespace (and on binds of
+/// those), and refuses a remount that would clear one. Only system calls.
+fn locked_flags(target: &CStr) -> std::io::Result<MountFlags> {
+    use rustix::fs::StatVfsMountFlags as F;
+    let st = rustix::fs::statvfs(target)?;
+    let mut keep = MountFlags::empty();
+    for (has, flag) in [
+        (F::RDONLY, MountFlags::RDONLY),
+        (F::NOSUID, MountFlags::NOSUID),
+        (F::NODEV, MountFlags::NODEV),
+        (F::NOEXEC, MountFlags::NOEXEC),
+        (F::NOATIME, MountFlags::NOATIME),
+        (F::NODIRATIME, MountFlags::NODIRATIME),
+        (F::RELATIME, MountFlags::RELATIME),
+    ] {
+        if st.f_flag.contains(has) {
+            keep |= flag;
+        }
+    }
+    if !st.f_flag.intersects(F::NOATIME | F::RELATIME) {
+        keep |= MountFlags::STRICTATIME;
+    }
+    Ok(keep)
+}
+
+/// Remount the bind at `target` with `flags`, keeping its locked flags inside a user
+/// namespace.
+fn remount(target: &CStr, flags: MountFlags, in_userns: bool) -> std::io::Result<()> {
+    let flags = if in_userns {
+        flags | locked_flags(target)?
+    } else {
+        flags
+    };
+    mount_remount(target, flags, c"")?;
+    Ok(())
+}
+
+/// Bind `source` at `target`; inside a user namespace, recursively when the kernel refuses a
+/// plain bind because a locked mount lies below `source` (the mounts below stay as they are;
+/// Landlock still refuses every write outside the writable places).
+fn bind(source: &CStr, target: &CStr, in_userns: bool) -> std::io::Result<()> {
+    match mount_bind(source, target) {
+        Err(Errno::INVAL) if in_userns => {
+            rustix::mount::mount_bind_recursive(source, target)?;
+            Ok(())
+        }
+        r => Ok(r?),
+    }
 }
 
 const MASK_FLAGS: MountFlags = MountFlags::RDONLY
@@ -146,15 +202,16 @@ fn bind_ro(
     source: &CStr,
     fd: BorrowedFd<'_>,
     reopen: impl Fn() -> std::io::Result<Option<OwnedFd>>,
+    in_userns: bool,
 ) -> std::io::Result<()> {
     let mut buf = [0u8; 40];
     mount_bind(source, fd_path(fd, &mut buf))?;
     if let Some(top) = reopen()? {
         let mut buf = [0u8; 40];
-        mount_remount(
+        remount(
             fd_path(top.as_fd(), &mut buf),
             MountFlags::BIND | MASK_FLAGS,
-            c"",
+            in_userns,
         )?;
     }
     Ok(())
@@ -166,11 +223,12 @@ pub(super) fn enter_view(p: &Prepared) -> std::io::Result<()> {
         c"/",
         MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
     )?;
-    mount_bind(p.root.as_c_str(), p.root.as_c_str())?;
-    for (source, target, flags, remount) in &p.binds {
-        mount_bind(source.as_c_str(), target.as_c_str())?;
-        if *remount {
-            mount_remount(target.as_c_str(), *flags, c"")?;
+    let u = p.in_userns;
+    bind(p.root.as_c_str(), p.root.as_c_str(), u)?;
+    for (source, target, flags, again) in &p.binds {
+        bind(source.as_c_str(), target.as_c_str(), u)?;
+        if *again {
+            remount(target.as_c_str(), *flags, u)?;
         }
     }
     mount(
@@ -186,11 +244,11 @@ pub(super) fn enter_view(p: &Prepared) -> std::io::Result<()> {
             Err(Errno::NOENT) => continue,
             r => r?,
         }
-        mount_remount(sub.as_c_str(), MountFlags::BIND | MASK_FLAGS, c"")?;
+        remount(sub.as_c_str(), MountFlags::BIND | MASK_FLAGS, u)?;
     }
     for f in &p.masked_files {
         mount_bind(p.empty.as_c_str(), f.as_c_str())?;
-        mount_remount(f.as_c_str(), MountFlags::BIND | MASK_FLAGS, c"")?;
+        remount(f.as_c_str(), MountFlags::BIND | MASK_FLAGS, u)?;
     }
     for d in &p.masked_dirs {
         mount(
@@ -224,18 +282,24 @@ pub(super) fn enter_view(p: &Prepared) -> std::io::Result<()> {
                     rustix::fs::mkdirat(&top, c"outputs", Mode::from_raw_mode(0o755))?;
                     if let Some(at) = beneath(ws, c".toolgate/outputs")? {
                         let mut src = [0u8; 40];
-                        bind_ro(fd_path(out.as_fd(), &mut src), at.as_fd(), || {
-                            beneath(ws, c".toolgate/outputs")
-                        })?;
+                        bind_ro(
+                            fd_path(out.as_fd(), &mut src),
+                            at.as_fd(),
+                            || beneath(ws, c".toolgate/outputs"),
+                            u,
+                        )?;
                     }
                 }
                 let mut buf = [0u8; 40];
                 mount_remount(fd_path(top.as_fd(), &mut buf), MASK_FLAGS, c"")?;
             }
         } else {
-            bind_ro(p.empty.as_c_str(), state.as_fd(), || {
-                beneath(ws, c".toolgate")
-            })?;
+            bind_ro(
+                p.empty.as_c_str(),
+                state.as_fd(),
+                || beneath(ws, c".toolgate"),
+                u,
+            )?;
         }
     }
     // Judged by what is there now: a secret file swapped for a directory (or back) is
@@ -245,7 +309,7 @@ pub(super) fn enter_view(p: &Prepared) -> std::io::Result<()> {
             if is_dir(fd.as_fd()) {
                 mask_dir(fd.as_fd())?;
             } else {
-                bind_ro(p.empty.as_c_str(), fd.as_fd(), || beneath(ws, f))?;
+                bind_ro(p.empty.as_c_str(), fd.as_fd(), || beneath(ws, f), u)?;
             }
         }
     }
@@ -267,18 +331,18 @@ pub(super) fn enter_view(p: &Prepared) -> std::io::Result<()> {
             mount_bind(at, at)?;
             if let Some(top) = beneath(ws, g)? {
                 let mut buf = [0u8; 40];
-                mount_remount(
+                remount(
                     fd_path(top.as_fd(), &mut buf),
                     MountFlags::BIND | MASK_FLAGS,
-                    c"",
+                    u,
                 )?;
             }
         }
     }
-    mount_remount(
+    remount(
         p.root.as_c_str(),
         MountFlags::BIND | MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV,
-        c"",
+        u,
     )?;
     rustix::process::chdir(p.root.as_c_str())?;
     rustix::process::pivot_root(c".", c".")?;

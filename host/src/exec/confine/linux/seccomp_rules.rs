@@ -4,17 +4,30 @@ use std::sync::OnceLock;
 
 /// The seccomp filter: refused calls get `EPERM`; `clone3` gets `ENOSYS` (its flags
 /// cannot be inspected; the C library falls back to `clone`). One program laid out as a
-/// binary search ([`crate::exec::seccomp`]), so installing it is cheap.
-pub(super) fn seccomp_filters() -> Result<&'static [seccompiler::BpfProgram], String> {
-    static FILTERS: OnceLock<Result<Vec<seccompiler::BpfProgram>, String>> = OnceLock::new();
-    FILTERS
-        .get_or_init(|| {
-            let arch = crate::exec::seccomp::native_arch()
-                .ok_or_else(|| format!("seccomp: {} is not supported", std::env::consts::ARCH))?;
-            Ok(vec![crate::exec::seccomp::build(arch, &seccomp_rules())?])
-        })
-        .as_deref()
-        .map_err(Clone::clone)
+/// binary search ([`crate::exec::seccomp`]), so installing it is cheap. With `no_sockets`
+/// (landlock-only mode, where no network namespace keeps the command off the network and off
+/// the host's unix sockets: a session bus, an ssh agent) `socket` and `io_uring_setup` are
+/// refused too; `socketpair` stays.
+pub(super) fn seccomp_filters(
+    no_sockets: bool,
+) -> Result<&'static [seccompiler::BpfProgram], String> {
+    type Kept = OnceLock<Result<Vec<seccompiler::BpfProgram>, String>>;
+    static FILTERS: Kept = OnceLock::new();
+    static NO_SOCKETS: Kept = OnceLock::new();
+    let kept = if no_sockets { &NO_SOCKETS } else { &FILTERS };
+    kept.get_or_init(|| {
+        let arch = crate::exec::seccomp::native_arch()
+            .ok_or_else(|| format!("seccomp: {} is not supported", std::env::consts::ARCH))?;
+        let mut rules = seccomp_rules();
+        if no_sockets {
+            use crate::exec::seccomp::Rule;
+            rules.push((libc::SYS_socket, Rule::Deny));
+            rules.push((libc::SYS_io_uring_setup, Rule::Deny));
+        }
+        Ok(vec![crate::exec::seccomp::build(arch, &rules)?])
+    })
+    .as_deref()
+    .map_err(Clone::clone)
 }
 
 /// The `clone` flags that make a new namespace: refused to the command.
