@@ -317,7 +317,7 @@ pub fn available(network: bool) -> Confinement {
         mountns: p.mountns,
         view: p.mountns,
         pidns: p.pidns,
-        caps_dropped: cfg!(target_os = "linux"),
+        caps_dropped: cfg!(target_os = "linux") && p.caps_droppable,
         seccomp: p.seccomp,
         env_scrubbed: true,
         read_only: false,
@@ -349,6 +349,10 @@ pub struct Probe {
     pub userns_errno: Option<i32>,
     /// Which step of making the user namespace failed (`unshare`, `uid_map`, …).
     pub userns_step: Option<&'static str>,
+    /// Every capability can be dropped for good: always inside a namespace of the command's
+    /// own; without one, unless this process is root without CAP_SETPCAP (it could not lock
+    /// root out of regaining its bounding set on exec).
+    pub caps_droppable: bool,
 }
 
 /// What this process can apply, probed once.
@@ -395,8 +399,9 @@ pub fn apply(
     writable: &[PathBuf],
     procs: Option<rustix::fd::OwnedFd>,
     net: Option<CommandNs>,
+    read: Option<&ReadRules>,
 ) -> Result<(), String> {
-    linux::install(cmd, want, view, writable, procs, net)
+    linux::install(cmd, want, view, writable, procs, net, read)
 }
 
 /// In the spawner, before it makes any thread: empty its capability bounding set, which every
@@ -412,6 +417,9 @@ mod linux;
 
 #[cfg(target_os = "linux")]
 pub(crate) use linux::userns::Maps as UserMaps;
+
+#[cfg(target_os = "linux")]
+pub(crate) use linux::{read_rules, ReadInputs, ReadRules};
 
 #[cfg(target_os = "linux")]
 pub use linux::direct::{spawn as spawn_direct, Direct, Launch};

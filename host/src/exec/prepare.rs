@@ -134,6 +134,18 @@ fn prepare_with(
     if !read_only {
         writable.push(host.workspace.clone());
     }
+    #[cfg(target_os = "linux")]
+    let landlock_only = if confinement.mode == confine::NsMode::LandlockOnly {
+        Some(landlock_only_rules(
+            host,
+            &dirs,
+            &env,
+            &dirs_on_path,
+            read_only,
+        )?)
+    } else {
+        None
+    };
     let request = super::spawner::Request {
         id: 0,
         program,
@@ -148,6 +160,8 @@ fn prepare_with(
         netns: approved.net.is_some(),
         netns_user: approved.net.as_ref().is_some_and(|n| n.user.is_some()),
         shared_pids: shared.is_some(),
+        #[cfg(target_os = "linux")]
+        landlock_only,
     };
     Ok(Prepared {
         request,
@@ -156,6 +170,43 @@ fn prepare_with(
         confinement,
         git_watch,
     })
+}
+
+/// Landlock-only mode (no namespace can be made here): the rules that let the command read and
+/// write only where it may, computed from the workspace's plan so that no secret, nothing of
+/// `.toolgate` and nothing of `$HOME` but the toolchain homes is covered. Split directories
+/// may be listed (names, never contents): without that, `ls` or a glob at the workspace root
+/// would fail.
+#[cfg(target_os = "linux")]
+fn landlock_only_rules(
+    host: &ExecHost,
+    dirs: &confine::CallDirs,
+    env: &[(String, String)],
+    path_dirs: &[PathBuf],
+    read_only: bool,
+) -> Result<confine::ReadRules, ExecError> {
+    let plan = host.view_plan()?;
+    let home = env
+        .iter()
+        .find(|(k, _)| k == "HOME")
+        .map(|(_, v)| PathBuf::from(v));
+    let resolved: Vec<PathBuf> = path_dirs
+        .iter()
+        .filter_map(|p| p.canonicalize().ok())
+        .collect();
+    confine::read_rules(&confine::ReadInputs {
+        workspace: &host.workspace,
+        plan: &plan,
+        tmp: &dirs.tmp(),
+        private_home: &dirs.path().join("home"),
+        home: home.as_deref(),
+        path_dirs: &resolved,
+        extra_read: &host.config.read,
+        extra_write: &host.config.write,
+        read_only,
+        list_split_dirs: true,
+    })
+    .map_err(ExecError::Confine)
 }
 
 /// PATH entries a command may use: absolute, existing, and not inside the workspace (a file the

@@ -25,7 +25,7 @@ mod util;
 pub(super) use cgroup::Cgroup;
 use fork::{drop_capabilities, join_cgroup, split_for_pid_namespace};
 use mount::{enter_view, prepare};
-pub(super) use readrules::{
+pub(crate) use readrules::{
     landlock_only_ruleset, read_rules, Grant, Handled, ReadInputs, ReadRules, Rule,
 };
 use seccomp_rules::seccomp_filters;
@@ -111,6 +111,7 @@ pub(super) fn probe() -> Probe {
             pidns: true,
             seccomp,
             mode: NsMode::Privileged,
+            caps_droppable: true,
             ..Probe::default()
         };
     }
@@ -126,6 +127,7 @@ pub(super) fn probe() -> Probe {
                 seccomp,
                 mode: NsMode::UserNamespace,
                 direct_errno,
+                caps_droppable: true,
                 ..Probe::default()
             }
         }
@@ -153,7 +155,20 @@ pub(super) fn probe() -> Probe {
         direct_errno,
         userns_errno,
         userns_step,
+        caps_droppable: !rustix::process::geteuid().is_root() || has_effective_cap(8),
     }
+}
+
+/// Whether capability `cap` is in this process's effective set (`/proc/self/status`).
+fn has_effective_cap(cap: u32) -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .is_some_and(|bits| bits & (1 << cap) != 0)
 }
 
 /// Empty this process's capability bounding set for every command it will fork (the
@@ -200,6 +215,7 @@ impl Armed {
         writable: &[PathBuf],
         procs: Option<OwnedFd>,
         net: Option<super::CommandNs>,
+        read: Option<&ReadRules>,
     ) -> Result<Armed, String> {
         let (own_net, own_user) = match net {
             Some(n) => (Some(n.net), n.user),
@@ -216,10 +232,16 @@ impl Armed {
             Some(v) => v.writable.clone(),
             None => writable.to_vec(),
         };
-        let rules = if want.landlock {
-            Some(ruleset(&writable, want.scopes).map_err(|e| format!("preparing Landlock: {e}"))?)
-        } else {
-            None
+        let rules = match read {
+            // Landlock-only: reads too are allowed only where the rules say (secrets never).
+            Some(read) if want.landlock => Some(landlock_only_ruleset(read, false)?.0),
+            None if want.mode == NsMode::LandlockOnly => {
+                return Err("landlock-only mode needs the command's read rules".into())
+            }
+            _ if want.landlock => Some(
+                ruleset(&writable, want.scopes).map_err(|e| format!("preparing Landlock: {e}"))?,
+            ),
+            _ => None,
         };
         let prepared = match view.filter(|_| want.view && want.mountns) {
             Some(v) => Some(prepare(v, in_userns)?),
@@ -347,10 +369,11 @@ pub(super) fn install(
     writable: &[PathBuf],
     procs: Option<OwnedFd>,
     net: Option<super::CommandNs>,
+    read: Option<&ReadRules>,
 ) -> Result<(), String> {
     // Everything that allocates or opens paths is done here, in the parent; the child only
     // makes system calls on what was prepared.
-    let mut armed = Armed::new(want, view, writable, procs, net)?;
+    let mut armed = Armed::new(want, view, writable, procs, net, read)?;
     // SAFETY: `pre_exec` runs in the forked child before `exec`. The closure makes only
     // system calls (unshare, clone, mount, pivot_root, prctl, capset, landlock, seccomp)
     // on values prepared in the parent (C strings, the ruleset's descriptor, the BPF

@@ -38,6 +38,11 @@ pub struct Request {
     /// everything the spawner forks does): never started any other way. Host-side only.
     #[serde(skip)]
     pub shared_pids: bool,
+    /// Landlock-only mode: the Landlock rules for reads and writes (secrets never covered).
+    /// Such a command is forked from the host, which computed them. Host-side only.
+    #[cfg(target_os = "linux")]
+    #[serde(skip)]
+    pub(crate) landlock_only: Option<crate::exec::confine::ReadRules>,
 }
 
 impl Request {
@@ -75,6 +80,7 @@ impl Request {
             &self.writable,
             procs,
             net,
+            self.landlock_only.as_ref(),
         )
     }
 }

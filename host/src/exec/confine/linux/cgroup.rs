@@ -7,8 +7,12 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-/// Where pids cgroups can be made: cgroup v1's pids hierarchy or a cgroup v2 root that
-/// offers the pids controller, found once.
+/// Where pids cgroups can be made, found once: cgroup v1's pids hierarchy or a cgroup v2 root
+/// that offers the pids controller (as root), else the nearest cgroup v2 directory above this
+/// process that was delegated to its user (systemd's `user@UID.service`, a container's own
+/// subtree): one this user may create children in, whose `cgroup.subtree_control` gives its
+/// children the pids controller, and whose `cgroup.procs` this user may write (moving a
+/// process between two cgroups needs that on their common ancestor).
 fn pids_root() -> Option<&'static PathBuf> {
     static ROOT: OnceLock<Option<PathBuf>> = OnceLock::new();
     ROOT.get_or_init(|| {
@@ -16,23 +20,101 @@ fn pids_root() -> Option<&'static PathBuf> {
             PathBuf::from("/sys/fs/cgroup/pids"),
             PathBuf::from("/sys/fs/cgroup"),
         ];
-        candidates.into_iter().find(|root| {
+        let usable = |root: &PathBuf| {
             if !root.join("cgroup.procs").is_file() {
                 return false;
             }
             let is_v1_pids = root.ends_with("pids");
             let v2_pids = std::fs::read_to_string(root.join("cgroup.subtree_control"))
-                .is_ok_and(|c| c.split_whitespace().any(|w| w == "pids"));
+                .is_ok_and(|c| gives_pids(&c));
             if !(is_v1_pids || v2_pids) {
                 return false;
             }
+            let procs_writable =
+                rustix::fs::access(&root.join("cgroup.procs"), rustix::fs::Access::WRITE_OK)
+                    .is_ok();
             let probe = root.join(format!("toolgate-probe-{}", std::process::id()));
-            let ok = std::fs::create_dir(&probe).is_ok() && probe.join("pids.max").is_file();
+            let ok = procs_writable
+                && std::fs::create_dir(&probe).is_ok()
+                && probe.join("pids.max").is_file();
             let _ = std::fs::remove_dir(&probe);
             ok
-        })
+        };
+        candidates
+            .into_iter()
+            .chain(delegated_candidates())
+            .find(usable)
     })
     .as_ref()
+}
+
+/// Whether a `cgroup.subtree_control` text enables the pids controller for children.
+fn gives_pids(subtree_control: &str) -> bool {
+    subtree_control.split_whitespace().any(|w| w == "pids")
+}
+
+/// The cgroup v2 directories above this process, nearest first (its own cgroup cannot hold
+/// children with controllers while it holds processes, so it is not one of them).
+fn delegated_candidates() -> Vec<PathBuf> {
+    let Ok(own) = std::fs::read_to_string("/proc/self/cgroup") else {
+        return Vec::new();
+    };
+    let Some(mount) = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|m| m.join("cgroup.controllers").is_file())
+    else {
+        return Vec::new();
+    };
+    v2_ancestors(&own, &mount)
+}
+
+/// From `/proc/self/cgroup`'s text, the cgroup v2 (`0::`) path's ancestors under `mount`,
+/// nearest first, the mount itself excluded (tried as a candidate of its own).
+fn v2_ancestors(proc_cgroup: &str, mount: &std::path::Path) -> Vec<PathBuf> {
+    let Some(path) = proc_cgroup.lines().find_map(|l| l.strip_prefix("0::")) else {
+        return Vec::new();
+    };
+    let rel = std::path::Path::new(path.trim().trim_start_matches('/'));
+    if rel
+        .components()
+        .any(|c| !matches!(c, std::path::Component::Normal(_)))
+    {
+        return Vec::new();
+    }
+    rel.ancestors()
+        .skip(1)
+        .filter(|a| !a.as_os_str().is_empty())
+        .map(|a| mount.join(a))
+        .collect()
+}
+
+#[cfg(test)]
+mod delegation_tests {
+    use super::*;
+
+    /// A process in systemd's user slice looks for a pids-enabled parent from its own
+    /// cgroup's parent up, never its own cgroup and never above the mount.
+    #[test]
+    fn a_user_slice_process_tries_its_ancestors_nearest_first() {
+        let text = "0::/user.slice/user-1000.slice/user@1000.service/app.slice/term.scope\n";
+        let got = v2_ancestors(text, std::path::Path::new("/sys/fs/cgroup"));
+        let want: Vec<PathBuf> = [
+            "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice",
+            "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service",
+            "/sys/fs/cgroup/user.slice/user-1000.slice",
+            "/sys/fs/cgroup/user.slice",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        assert_eq!(got, want);
+        assert!(v2_ancestors("0::/\n", std::path::Path::new("/sys/fs/cgroup")).is_empty());
+        assert!(v2_ancestors("0::/a/../b\n", std::path::Path::new("/x")).is_empty());
+        assert!(v2_ancestors("1:pids:/\n", std::path::Path::new("/x")).is_empty());
+        assert!(gives_pids("cpu memory pids\n"));
+        assert!(!gives_pids("cpu memory\n"));
+    }
 }
 
 /// One command's pids cgroup.

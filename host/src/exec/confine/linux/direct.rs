@@ -177,7 +177,7 @@ pub fn spawn(
     )
     .map_err(|e| format!("opening /dev/null for the command's input: {e}"))?;
     let cgroup = procs.is_some();
-    let mut armed = Armed::new(req.confinement, req.view, req.writable, procs, net)?;
+    let mut armed = Armed::new(req.confinement, req.view, req.writable, procs, net, None)?;
     if !armed.clones_directly() {
         return Err("this command joins a user namespace first: start it through a Command".into());
     }

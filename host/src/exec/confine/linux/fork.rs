@@ -32,17 +32,25 @@ pub(super) fn empty_bounding_set(last_cap: u32) {
 }
 
 /// Drop every capability from every set and lock root out of getting them back on exec.
+///
+/// A process that is not root in its user namespace and may not change its securebits or
+/// bounding set (an ordinary user without a user namespace: landlock-only mode) needs
+/// neither: it has no capability to keep, and on exec a non-root uid gains none (file
+/// capabilities are ignored under `no_new_privs`, which seccomp and Landlock set). Root must
+/// succeed at both, or the command does not start.
 pub(super) fn drop_capabilities(last_cap: u32) -> std::io::Result<()> {
     // SECBIT_NOROOT | _LOCKED, SECBIT_KEEP_CAPS_LOCKED, SECBIT_NO_CAP_AMBIENT_RAISE | _LOCKED.
     const SECBITS: libc::c_ulong = (1 << 0) | (1 << 1) | (1 << 5) | (1 << 6) | (1 << 7);
-    // SAFETY: prctl with integer arguments only.
+    // SAFETY: prctl and getuid/geteuid with integer arguments only.
     #[allow(unsafe_code)]
     unsafe {
-        if libc::prctl(libc::PR_SET_SECUREBITS, SECBITS, 0, 0, 0) != 0 {
+        let root = libc::geteuid() == 0 || libc::getuid() == 0;
+        let locked = libc::prctl(libc::PR_SET_SECUREBITS, SECBITS, 0, 0, 0) == 0;
+        if !locked && root {
             return Err(std::io::Error::last_os_error());
         }
         // Already empty when the spawner emptied its own before forking this.
-        if !BOUNDING_SET_EMPTY.load(std::sync::atomic::Ordering::Relaxed) {
+        if locked && !BOUNDING_SET_EMPTY.load(std::sync::atomic::Ordering::Relaxed) {
             for cap in 0..=last_cap {
                 if libc::prctl(libc::PR_CAPBSET_DROP, libc::c_ulong::from(cap), 0, 0, 0) != 0 {
                     return Err(std::io::Error::last_os_error());
