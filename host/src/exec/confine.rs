@@ -251,6 +251,8 @@ impl Confinement {
             "pids_limit": self.pids_limit.or(self.nproc_limit),
             "pids_bound": if self.pids_limit.is_some() {
                 Value::from("cgroup")
+            } else if self.nproc_limit.is_some() && self.mode == NsMode::LandlockOnly {
+                Value::from("rlimit-nproc-user")
             } else if self.nproc_limit.is_some() {
                 Value::from("rlimit-nproc")
             } else {
@@ -417,6 +419,18 @@ mod linux;
 
 #[cfg(target_os = "linux")]
 pub(crate) use linux::userns::Maps as UserMaps;
+
+/// The tasks of this user now (landlock-only mode's process limit starts from it).
+#[cfg(target_os = "linux")]
+pub(crate) struct UserTasks;
+
+#[cfg(target_os = "linux")]
+impl UserTasks {
+    /// Counted from `/proc`.
+    pub(crate) fn now() -> u32 {
+        linux::userns::user_tasks()
+    }
+}
 
 #[cfg(target_os = "linux")]
 pub(crate) use linux::{read_rules, ReadInputs, ReadRules};

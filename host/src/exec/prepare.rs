@@ -58,6 +58,17 @@ fn prepare_with(
     if confinement.pids_limit.is_none() && confinement.mode == confine::NsMode::UserNamespace {
         confinement.nproc_limit = Some(host.config.max_processes);
     }
+    // Landlock-only, not root (root is exempt from `RLIMIT_NPROC`): the limit counts every task
+    // of this user, so it is what the user runs now plus the command's share.
+    #[cfg(target_os = "linux")]
+    if confinement.pids_limit.is_none()
+        && confinement.mode == confine::NsMode::LandlockOnly
+        && !rustix::process::getuid().is_root()
+    {
+        confinement.nproc_limit = Some(
+            confine::UserTasks::now().saturating_add(host.config.max_processes),
+        );
+    }
     confinement.read_only = read_only;
     confinement.egress = approved.net.is_some();
     if host.config.require_confinement && !confinement.complete() {

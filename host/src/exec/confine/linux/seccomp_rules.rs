@@ -7,7 +7,8 @@ use std::sync::OnceLock;
 /// binary search ([`crate::exec::seccomp`]), so installing it is cheap. With `no_sockets`
 /// (landlock-only mode, where no network namespace keeps the command off the network and off
 /// the host's unix sockets: a session bus, an ssh agent) `socket` and `io_uring_setup` are
-/// refused too; `socketpair` stays.
+/// refused too (`socketpair` stays), and so are `setsid` and `setpgid` (no PID namespace: the
+/// process group is what ends the command).
 pub(super) fn seccomp_filters(
     no_sockets: bool,
 ) -> Result<&'static [seccompiler::BpfProgram], String> {
@@ -23,6 +24,10 @@ pub(super) fn seccomp_filters(
             use crate::exec::seccomp::Rule;
             rules.push((libc::SYS_socket, Rule::Deny));
             rules.push((libc::SYS_io_uring_setup, Rule::Deny));
+            // No PID namespace ends the command as a whole here: its process group does, so
+            // nothing it starts may leave that group.
+            rules.push((libc::SYS_setsid, Rule::Deny));
+            rules.push((libc::SYS_setpgid, Rule::Deny));
         }
         Ok(vec![crate::exec::seccomp::build(arch, &rules)?])
     })

@@ -50,6 +50,30 @@ fn write(path: &CStr, data: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The tasks (threads included) of this process's real user now, as `RLIMIT_NPROC` counts
+/// them outside any user namespace of its own: every process whose `/proc` entry this user
+/// owns, by its thread count. A snapshot: tasks started or ended meanwhile are not in it.
+pub(crate) fn user_tasks() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    let uid = rustix::process::getuid().as_raw();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut tasks: u32 = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        if !name.to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())) {
+            continue;
+        }
+        if !e.metadata().is_ok_and(|m| m.uid() == uid) {
+            continue;
+        }
+        let threads = std::fs::read_dir(e.path().join("task")).map_or(1, |t| t.count());
+        tasks = tasks.saturating_add(u32::try_from(threads).unwrap_or(u32::MAX));
+    }
+    tasks
+}
+
 /// `RLIMIT_NPROC` for the calling process (and what it forks): counted per user namespace on
 /// Linux 5.14 and later, so in a command's own user namespace it bounds exactly the command's
 /// tasks. Only system calls.
