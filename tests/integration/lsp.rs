@@ -7,18 +7,23 @@
 
 use crate::common::{cache_dir, code, Ws, SESSION};
 use serde_json::{json, Value};
-use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use toolgate::gate::approval::{Answer, AnswerFuture, ApprovalRequest, Approver};
 use toolgate::{Gate, GateOptions, Observation, Status};
 
-/// Whether pylsp is here (installing it when it can); under CI a missing server fails.
+/// Whether pylsp is here (installing it when it can); under CI a missing server fails. The
+/// script's text is in the test binary: a test run as nobody (unprivileged.rs, which installs
+/// pylsp as root first) may not reach the checkout.
 fn pylsp() -> bool {
     static FOUND: OnceLock<bool> = OnceLock::new();
     *FOUND.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-pylsp.sh");
-        let out = std::process::Command::new("bash").arg(&script).output();
+        let script = "tests/scripts/install-pylsp.sh";
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(include_str!("../scripts/install-pylsp.sh"))
+            .arg(script)
+            .output();
         match out {
             Ok(o) if o.status.success() => true,
             Ok(o) => {
@@ -29,7 +34,7 @@ fn pylsp() -> bool {
             }
             Err(e) => {
                 assert!(std::env::var_os("CI").is_none(), "CI must run the pylsp tests: {e}");
-                eprintln!("skipped: {} could not run: {e}", script.display());
+                eprintln!("skipped: {script} could not run: {e}");
                 false
             }
         }
