@@ -10,13 +10,26 @@ use toolgate::{Gate, GateOptions, Observation, Status};
 /// The session most tests use.
 pub const SESSION: &str = "test";
 
-/// Compiled components are cached here once for every test (and every CLI process).
+/// Compiled components are cached here once for every test (and every CLI process); a test
+/// run as another user ([`crate::modes`]) has a cache of its own, named by
+/// `TOOLGATE_TEST_CACHE_DIR`.
 pub fn cache_dir() -> PathBuf {
+    std::env::var_os(crate::modes::CACHE_VAR)
+        .map(PathBuf::from)
+        .unwrap_or_else(shared_cache_dir)
+}
+
+/// The cache the tests share when they run as themselves.
+pub fn shared_cache_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("component-cache")
 }
 
-/// The misbehaving test guest.
+/// The misbehaving test guest (a copy a test run as another user can read, when its build
+/// directory is out of that user's reach).
 pub fn hostile_component() -> PathBuf {
+    if let Some(copy) = std::env::var_os(crate::modes::HOSTILE_VAR) {
+        return PathBuf::from(copy);
+    }
     PathBuf::from(format!(
         "{}/toolgate_tool_test_hostile.wasm",
         toolgate::tools::registry::GUEST_ARTIFACT_DIR

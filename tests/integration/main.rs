@@ -5,6 +5,11 @@
 mod common;
 mod raw_stdio;
 
+// The confinement's attack tests as nobody, as root without CAP_SYS_ADMIN, and with user
+// namespaces refused (each re-runs one test in a child; see modes.rs).
+mod modes;
+mod unprivileged;
+
 mod attacks;
 mod cli;
 mod download;
