@@ -4,6 +4,7 @@
 //! service on their own machine.
 
 use crate::common::{cache_dir, gate_granting, Ws, SESSION};
+use crate::modes::{self, Mode};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -45,13 +46,53 @@ fn ok_server(body: &'static str) -> Server {
     })
 }
 
-/// Skip (with the reason) where commands cannot get a network namespace of their own.
-fn namespaces_work() -> bool {
-    if toolgate::exec::netns::create().is_err() {
-        eprintln!("skipped: this machine cannot create network namespaces for commands");
-        return false;
+/// Whether commands get a network namespace of their own here, so the test can go on; else
+/// it skips (with the reason). Run as another user ([`crate::modes`]) it never skips: as nobody
+/// or as root without CAP_SYS_ADMIN the host makes the namespace inside a user namespace, and
+/// with user namespaces refused a command must get no network at all, which is checked here
+/// instead.
+async fn namespaces_work() -> bool {
+    match modes::current() {
+        Some(Mode::NobodyWithoutUserns) => {
+            no_network_without_namespaces().await;
+            false
+        }
+        Some(_) => true,
+        None if toolgate::exec::netns::create().is_err() => {
+            eprintln!("skipped: this machine cannot create network namespaces for commands");
+            false
+        }
+        None => true,
     }
-    true
+}
+
+/// Without a network namespace no proxy can be the only way out, so a command that asks for a
+/// listed, allowed server never reaches it: it is refused naming the missing layer, or runs
+/// with no network (and says so).
+async fn no_network_without_namespaces() {
+    let s = ok_server("must-not-be-reached");
+    let ws = Ws::new();
+    let policy = format!(
+        "mode = \"ask\"\n[shell]\nnetwork = [\"127.0.0.1:{p}\"]\n[network]\nallow_private = [\"127.0.0.1:{p}\"]\n",
+        p = s.port
+    );
+    let g = gate_with(&ws, &policy, &["shell"]).await;
+    let o = sh(&g, &fetch_cmd(&format!("http://127.0.0.1:{}/", s.port))).await;
+    assert!(!o.content.contains("BODY"), "{o:#?}");
+    assert_eq!(
+        s.hits.load(Ordering::SeqCst),
+        0,
+        "reached without a namespace: {o:#?}"
+    );
+    if !modes::refused_for_a_missing_layer(&o) {
+        let c = &o.data["confinement"];
+        assert!(
+            o.data.get("command").is_some(),
+            "neither ran nor refused: {o:#?}"
+        );
+        assert_eq!(c["mode"], json!("landlock-only"), "{o:#?}");
+        assert_ne!(c["egress_proxy"], json!(true), "{o:#?}");
+    }
 }
 
 /// A python3 one-liner fetching `url` through the environment's proxy, printing the body or
@@ -84,7 +125,7 @@ async fn gate_with(ws: &Ws, policy: &str, grants: &[&str]) -> Gate {
 /// naming the policy line and the grant; both are in `data.network` and the audit.
 #[tokio::test]
 async fn an_allowed_server_is_reached_and_an_unlisted_port_is_refused_headless() {
-    if !namespaces_work() {
+    if !namespaces_work().await {
         return;
     }
     let allowed = ok_server("hello-from-upstream");
@@ -152,7 +193,7 @@ async fn an_allowed_server_is_reached_and_an_unlisted_port_is_refused_headless()
 /// destination is refused by the same address check `fetch` uses, for CONNECT and plain HTTP.
 #[tokio::test]
 async fn a_private_address_is_refused_without_allow_private_even_when_listed() {
-    if !namespaces_work() {
+    if !namespaces_work().await {
         return;
     }
     let s = ok_server("private-service");
@@ -183,7 +224,7 @@ async fn a_private_address_is_refused_without_allow_private_even_when_listed() {
 /// client's second request is judged like the first.
 #[tokio::test]
 async fn a_redirect_to_a_host_not_on_the_list_is_refused_at_the_proxy() {
-    if !namespaces_work() {
+    if !namespaces_work().await {
         return;
     }
     let target = ok_server("redirected-secret");
@@ -228,7 +269,7 @@ async fn a_redirect_to_a_host_not_on_the_list_is_refused_at_the_proxy() {
 /// and `limited` refuses anything but GET/HEAD/OPTIONS on plain HTTP.
 #[tokio::test]
 async fn a_net_grant_allows_an_unlisted_host_and_limited_refuses_a_post() {
-    if !namespaces_work() {
+    if !namespaces_work().await {
         return;
     }
     let s = ok_server("granted");
@@ -278,7 +319,7 @@ impl Approver for Scripted {
 /// next command reaches it without asking; the same host is asked once per call.
 #[tokio::test]
 async fn a_person_is_asked_for_net_and_a_session_answer_is_kept() {
-    if !namespaces_work() {
+    if !namespaces_work().await {
         return;
     }
     let s = ok_server("approved-by-a-person");
@@ -342,7 +383,7 @@ async fn a_person_is_asked_for_net_and_a_session_answer_is_kept() {
 /// own `[shell] network` list opens nothing.
 #[tokio::test]
 async fn read_only_commands_and_untrusted_lists_get_no_network() {
-    if !namespaces_work() {
+    if !namespaces_work().await {
         return;
     }
     let s = ok_server("nope");
