@@ -564,22 +564,3 @@ fn tcp_is_refused_where_the_kernel_handles_it() {
         .status
         .success());
 }
-
-#[test]
-fn zz_temp_real_tools() {
-    let _serial = serial();
-    let f = Fixture::new();
-    write(&f.ws, "proj/Cargo.toml", "[package]\nname = \"p\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
-    write(&f.ws, "proj/src/main.rs", "fn main() { println!(\"hi\"); }\n");
-    let path: Vec<PathBuf> = std::env::var("PATH").unwrap().split(':').filter_map(|p| Path::new(p).canonicalize().ok()).collect();
-    let home = PathBuf::from("/root");
-    let mut inputs = f.inputs(false, true);
-    inputs.home = Some(&home);
-    inputs.path_dirs = &path;
-    let rules = read_rules(&inputs).unwrap();
-    eprintln!("{} rules", rules.len());
-    let k = Kernel { rules: &rules };
-    let script = format!("cd '{}/proj' && export CARGO_TARGET_DIR='{}/t' && cargo build --offline 2>&1 | tail -3 && '{}/t/debug/p' && ls {} && git --version && cat /root/.npmrc; cat /root/.gitconfig; echo end", f.ws.display(), f.tmp.display(), f.tmp.display(), f.ws.display());
-    let out = k.run(&["sh", "-c", &script]);
-    eprintln!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-}
