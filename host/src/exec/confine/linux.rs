@@ -25,9 +25,7 @@ mod util;
 pub(super) use cgroup::Cgroup;
 use fork::{drop_capabilities, join_cgroup, split_for_pid_namespace};
 use mount::{enter_view, prepare};
-pub(crate) use readrules::{
-    landlock_only_ruleset, read_rules, Grant, Handled, ReadInputs, ReadRules, Rule,
-};
+pub(crate) use readrules::{landlock_only_ruleset, read_rules, ReadInputs, ReadRules};
 use seccomp_rules::seccomp_filters;
 
 /// The file-system access rights handled (ABI 3: writes, truncation, refer).

@@ -31,8 +31,7 @@ fn pids_root() -> Option<&'static PathBuf> {
                 return false;
             }
             let procs_writable =
-                rustix::fs::access(&root.join("cgroup.procs"), rustix::fs::Access::WRITE_OK)
-                    .is_ok();
+                rustix::fs::access(root.join("cgroup.procs"), rustix::fs::Access::WRITE_OK).is_ok();
             let probe = root.join(format!("toolgate-probe-{}", std::process::id()));
             let ok = procs_writable
                 && std::fs::create_dir(&probe).is_ok()
