@@ -296,14 +296,18 @@ async fn a_host_process_cannot_be_signalled() {
 async fn a_double_forked_setsid_child_does_not_outlive_the_call() {
     let ws = Ws::new();
     let g = gate(&ws, ASK, &["shell"]).await;
-    let o = sh(
-        &g,
-        "( setsid sh -c 'while true; do date +%s%N > alive; sleep 0.05; done' & ) ; sleep 0.3; echo started",
-    )
-    .await;
+    let attack = "( setsid sh -c 'while true; do date +%s%N > alive; sleep 0.05; done' & ) ; sleep 0.3; echo started";
+    let mut o = sh(&g, attack).await;
     if !ran(&o) {
         assert!(!ws.path("alive").exists(), "{o:#?}");
         return;
+    }
+    if modes::without_userns() && text(&o).contains("setsid failed") {
+        // Without a PID namespace the filter keeps a command in its process group (no new
+        // session): the same double fork without setsid must not outlive the call either.
+        assert!(!ws.path("alive").exists(), "{o:#?}");
+        o = sh(&g, &attack.replace("setsid ", "")).await;
+        assert_ran(&o);
     }
     assert!(text(&o).contains("started"), "{o:#?}");
     assert!(ws.path("alive").exists(), "the child never ran: {o:#?}");
@@ -407,7 +411,10 @@ async fn git_internals_cannot_be_subverted_from_inside() {
     assert!(!ws.path("vendor-old").exists(), "{o:#?}");
     if runs {
         let reverted = o.data["git_reverted"].to_string();
-        assert!(reverted.contains(".git/commondir"), "{o:#?}");
+        // Without namespaces the host may refuse the write outright instead of reverting it.
+        let refused =
+            modes::without_userns() && text(&o).contains(".git/commondir: Permission denied");
+        assert!(reverted.contains(".git/commondir") || refused, "{o:#?}");
     }
     assert!(ws.path(".git/HEAD").exists(), "{o:#?}");
     assert!(!ws.path(".git-old").exists(), "{o:#?}");
