@@ -337,11 +337,15 @@ async fn shell_overhead() {
             let mut want = toolgate::exec::confine::available(false);
             want.view = false;
             want.pidns = false;
+            // Landlock-only mode's rules come from the workspace's plan (the whole call below
+            // has them): here the spawn keeps seccomp and no_new_privs alone.
+            want.landlock &= want.mode != toolgate::exec::confine::NsMode::LandlockOnly;
             toolgate::exec::confine::apply(
                 &mut cmd,
                 want,
                 None,
                 &[root.clone(), tmp.path().to_path_buf()],
+                None,
                 None,
                 None,
             )
@@ -430,7 +434,9 @@ async fn shell_overhead() {
     let (ps, ps99) = p50_of(plain_spaced);
     let (gs, gs99) = p50_of(spaced);
     println!(
-        "\nshell overhead (`true`, {N} runs; confinement: landlock={} scopes={} netns={} mountns={} view={} pidns={} caps_dropped={} seccomp={})",
+        "\nshell overhead (`true`, {N} runs, uid {}; mode {}; confinement: landlock={} scopes={} netns={} mountns={} view={} pidns={} caps_dropped={} seccomp={})",
+        rustix::process::getuid().as_raw(),
+        c.mode.name(),
         c.landlock, c.scopes, c.netns, c.mountns, c.view, c.pidns, c.caps_dropped, c.seccomp
     );
     println!(

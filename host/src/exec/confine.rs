@@ -131,7 +131,8 @@ const SYSTEM_DIRS: &[&str] = &[
 ];
 
 /// Host files under the system directories that no command needs: masked.
-const SYSTEM_SECRETS: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/ssh", "/etc/sudoers"];
+pub(crate) const SYSTEM_SECRETS: &[&str] =
+    &["/etc/shadow", "/etc/gshadow", "/etc/ssh", "/etc/sudoers"];
 
 /// Device nodes of the private `/dev`.
 const DEV_NODES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];

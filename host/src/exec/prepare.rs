@@ -65,9 +65,8 @@ fn prepare_with(
         && confinement.mode == confine::NsMode::LandlockOnly
         && !rustix::process::getuid().is_root()
     {
-        confinement.nproc_limit = Some(
-            confine::UserTasks::now().saturating_add(host.config.max_processes),
-        );
+        confinement.nproc_limit =
+            Some(confine::UserTasks::now().saturating_add(host.config.max_processes));
     }
     confinement.read_only = read_only;
     confinement.egress = approved.net.is_some();
@@ -147,13 +146,10 @@ fn prepare_with(
     }
     #[cfg(target_os = "linux")]
     let landlock_only = if confinement.mode == confine::NsMode::LandlockOnly {
-        Some(landlock_only_rules(
-            host,
-            &dirs,
-            &env,
-            &dirs_on_path,
-            read_only,
-        )?)
+        let (rules, hidden) = landlock_only_rules(host, &dirs, &env, &dirs_on_path, read_only)?;
+        // What Landlock hides here is what the view would mask.
+        confinement.masks = hidden;
+        Some(rules)
     } else {
         None
     };
@@ -195,8 +191,14 @@ fn landlock_only_rules(
     env: &[(String, String)],
     path_dirs: &[PathBuf],
     read_only: bool,
-) -> Result<confine::ReadRules, ExecError> {
+) -> Result<(confine::ReadRules, u32), ExecError> {
     let plan = host.view_plan()?;
+    let hidden = plan.secret_files.len()
+        + plan.secret_dirs.len()
+        + confine::SYSTEM_SECRETS
+            .iter()
+            .filter(|p| Path::new(p).symlink_metadata().is_ok())
+            .count();
     let home = env
         .iter()
         .find(|(k, _)| k == "HOME")
@@ -217,6 +219,7 @@ fn landlock_only_rules(
         read_only,
         list_split_dirs: true,
     })
+    .map(|rules| (rules, u32::try_from(hidden).unwrap_or(u32::MAX)))
     .map_err(ExecError::Confine)
 }
 

@@ -219,6 +219,12 @@ struct Hidden {
     /// is split around it, never listed). Rules beneath it are the host's explicit grants
     /// (toolchain homes, a workspace or call directory there).
     homes: Vec<PathBuf>,
+    /// Git's config, hooks and the like (the plan's `git_readonly`, `git_unprotected` and
+    /// `git_files`): readable, never writable, and never created where absent (`commondir`).
+    /// Where writes are granted, a directory holding one is split like one holding a secret,
+    /// so the git directory itself takes no new entry (git's lock files included: in
+    /// landlock-only mode git can read but not commit).
+    frozen: BTreeSet<PathBuf>,
 }
 
 impl Hidden {
@@ -255,6 +261,19 @@ impl Hidden {
     /// `$HOME` is strictly beneath `path`.
     fn holds_home(&self, path: &Path) -> bool {
         self.homes.iter().any(|h| h != path && h.starts_with(path))
+    }
+
+    /// `path` is one of git's frozen entries.
+    fn is_frozen(&self, path: &Path) -> bool {
+        self.frozen.contains(path)
+    }
+
+    /// A frozen entry is strictly beneath `path`.
+    fn frozen_below(&self, path: &Path) -> bool {
+        self.frozen
+            .range::<Path, _>((Bound::Excluded(path), Bound::Unbounded))
+            .next()
+            .is_some_and(|f| f.starts_with(path))
     }
 
     /// `path` is `$HOME` or a hidden path (an entry a split directory leaves out).
@@ -340,7 +359,11 @@ impl Builder<'_> {
 
     /// `path` (neither hidden nor a symlink): one rule, or split.
     fn place(&mut self, path: &Path, m: &std::fs::Metadata, grant: Grant) -> Result<(), String> {
-        if !self.hidden.below(path) {
+        if grant == Grant::ReadWrite && self.hidden.is_frozen(path) {
+            return self.place(path, m, Grant::Read);
+        }
+        let around_frozen = grant == Grant::ReadWrite && self.hidden.frozen_below(path);
+        if !self.hidden.below(path) && !around_frozen {
             return self.push(path, m, grant);
         }
         if !m.is_dir() {
@@ -390,10 +413,19 @@ fn too_many(at: &Path) -> String {
     )
 }
 
+/// Git's entries the command may read but never write or create, workspace-relative.
+fn git_frozen(plan: &Plan) -> impl Iterator<Item = &String> {
+    plan.git_readonly
+        .iter()
+        .chain(&plan.git_unprotected)
+        .chain(&plan.git_files)
+}
+
 /// What the kept rules were made from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Key {
     workspace: PathBuf,
+    git_frozen: Vec<String>,
     secret_files: Vec<String>,
     secret_dirs: Vec<String>,
     secret_inodes: Vec<(u64, u64)>,
@@ -409,6 +441,7 @@ impl Key {
     fn of(i: &ReadInputs<'_>) -> Key {
         Key {
             workspace: i.workspace.to_path_buf(),
+            git_frozen: git_frozen(i.plan).cloned().collect(),
             secret_files: i.plan.secret_files.clone(),
             secret_dirs: i.plan.secret_dirs.clone(),
             secret_inodes: i
@@ -429,6 +462,7 @@ impl Key {
     /// Whether it was made from `i` (compared in place: no copy on the usual path).
     fn matches(&self, i: &ReadInputs<'_>) -> bool {
         self.workspace == i.workspace
+            && self.git_frozen.iter().eq(git_frozen(i.plan))
             && self.secret_files == i.plan.secret_files
             && self.secret_dirs == i.plan.secret_dirs
             && self.secret_inodes.len() == i.plan.secret_inodes.len()
@@ -523,6 +557,9 @@ fn hidden_paths(inputs: &ReadInputs<'_>) -> Hidden {
     }
     h.ids
         .extend(inputs.plan.secret_inodes.iter().map(|s| (s.dev, s.ino)));
+    for rel in git_frozen(inputs.plan) {
+        h.frozen.insert(ws.join(rel));
+    }
     for s in SYSTEM_SECRETS.iter().chain(MORE_SYSTEM_SECRETS) {
         h.add(PathBuf::from(s));
     }
