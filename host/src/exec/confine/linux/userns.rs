@@ -62,7 +62,10 @@ pub(crate) fn user_tasks() -> u32 {
     let mut tasks: u32 = 0;
     for e in entries.flatten() {
         let name = e.file_name();
-        if !name.to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())) {
+        if !name
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        {
             continue;
         }
         if !e.metadata().is_ok_and(|m| m.uid() == uid) {
