@@ -70,6 +70,13 @@ fn prepare_with(
     }
     confinement.read_only = read_only;
     confinement.egress = approved.net.is_some();
+    // Without a mount namespace only Landlock keeps secrets unread: without it too, nothing
+    // would, so the command does not run whatever the policy says.
+    if !confinement.view && !confinement.landlock {
+        return Err(ExecError::Confine(
+            "no layer can keep the workspace's secrets from a command on this host: there is no mount namespace (user namespaces are refused here) and no Landlock (Linux 5.19 or later with `landlock` in the `lsm=` boot parameter); `toolgate doctor` says why and how to fix each".into(),
+        ));
+    }
     if host.config.require_confinement && !confinement.complete() {
         return Err(ExecError::ConfinementUnavailable {
             missing: confinement.missing(),
