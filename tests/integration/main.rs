@@ -11,6 +11,7 @@ mod modes;
 mod unprivileged;
 
 mod attacks;
+mod ci_recipe;
 mod cli;
 mod download;
 mod fetch;

@@ -449,7 +449,7 @@ fn read_log(path: &Path) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-fn which(name: &str) -> Option<PathBuf> {
+pub fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .chain([PathBuf::from("/usr/bin"), PathBuf::from("/bin")])
@@ -459,7 +459,7 @@ fn which(name: &str) -> Option<PathBuf> {
 
 /// Whether someone who is neither the owner nor in the group can reach `path`: every
 /// directory on the way is searchable by others and `path` itself has `bits` (of `0o007`).
-fn others_can(path: &Path, bits: u32) -> bool {
+pub fn others_can(path: &Path, bits: u32) -> bool {
     let Ok(path) = path.canonicalize() else {
         return false;
     };
@@ -514,7 +514,7 @@ fn reachable_binaries(exe: &Path, dir: &Path) -> Result<PathBuf, String> {
 
 /// `from` at `to`, runnable by anyone: a hard link when `from` already is (no copy of a
 /// binary of hundreds of MB), else a copy.
-fn place_executable(from: &Path, to: &Path) -> Result<(), String> {
+pub fn place_executable(from: &Path, to: &Path) -> Result<(), String> {
     let mode = std::fs::metadata(from)
         .map_err(|e| format!("{}: {e}", from.display()))?
         .mode();
@@ -532,7 +532,7 @@ fn place_executable(from: &Path, to: &Path) -> Result<(), String> {
 /// of its own: kept beside the shared one when the build directory is reachable (it stays
 /// warm between runs), else in the run's directory. Entries it lacks are copied from the
 /// shared cache first (the child hashes each copy once before mapping it).
-fn nobody_cache(run_dir: &Path) -> Result<PathBuf, String> {
+pub fn nobody_cache(run_dir: &Path) -> Result<PathBuf, String> {
     warm_shared_cache()?;
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let dir = if others_can(&tmp, 0o001) {
