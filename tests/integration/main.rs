@@ -13,6 +13,7 @@ mod unprivileged;
 mod attacks;
 mod ci_recipe;
 mod cli;
+mod doctor;
 mod download;
 mod fetch;
 mod fsguard;

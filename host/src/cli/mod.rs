@@ -17,6 +17,7 @@ use toolgate::{Gate, GateOptions};
 
 mod audit;
 mod call;
+mod doctor;
 mod exit;
 mod history;
 mod kit;
@@ -137,6 +138,10 @@ enum Command {
     /// Put back what a call changed: `undo CALL_ID`, `undo --last`, or `undo --session S`
     /// for every call of a session, newest first.
     Undo(history::UndoArgs),
+    /// Show what confinement shell commands get on this host for this user, layer by layer,
+    /// with the cause and fix of each gap. Exits 1 when the policy's `require_confinement`
+    /// would refuse the shell here, 0 otherwise.
+    Doctor(doctor::DoctorArgs),
 }
 
 #[derive(Subcommand)]
@@ -320,6 +325,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             cli.session_given.then_some(cli.session.as_str()),
             &cli.session,
         ),
+        Command::Doctor(args) => doctor::run(opts, args),
     }
 }
 

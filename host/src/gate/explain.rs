@@ -135,8 +135,9 @@ impl Gate {
                     "rules",
                     "deny",
                     format!(
-                        "[shell] require_confinement and this host lacks {}",
-                        c.missing().join(", ")
+                        "[shell] require_confinement and this host lacks {}. {}",
+                        c.missing().join(", "),
+                        crate::exec::confine::report::hint(&c.missing())
                     ),
                 );
                 return end(stages, "deny".into());

@@ -45,7 +45,7 @@ pub(crate) fn confinement(
                 "the policy requires confined shell commands and this host cannot confine them ({} unavailable)",
                 missing.join(", ")
             ),
-            "run on a Linux host with Landlock and namespaces, or drop `require_confinement` from the policy".into(),
+            crate::exec::confine::report::hint(missing),
         ));
     }
     Ok(())

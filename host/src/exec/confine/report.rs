@@ -21,10 +21,8 @@ pub struct Cause {
 
 impl Cause {
     fn new(cause: impl Into<String>, fix: impl Into<String>) -> Cause {
-        Cause {
-            cause: cause.into(),
-            fix: fix.into(),
-        }
+        let (cause, fix) = (cause.into(), fix.into());
+        Cause { cause, fix }
     }
 }
 
@@ -339,6 +337,9 @@ pub enum ProcessBound {
     Cgroup,
     /// `RLIMIT_NPROC` counted in the command's own user namespace.
     RlimitNproc,
+    /// `RLIMIT_NPROC` over every task of this user: its tasks now plus the command's share
+    /// (landlock-only, not root).
+    RlimitNprocUser,
     /// Nothing.
     None,
 }
@@ -346,9 +347,8 @@ pub enum ProcessBound {
 /// Why commands have no process limit here (`euid`: this process's).
 pub(crate) fn process_limit_cause(mode: NsMode, euid: Option<u32>) -> Cause {
     let rlimit = match (mode, euid) {
-        (_, Some(0)) => "RLIMIT_NPROC does not bound root".to_string(),
-        (NsMode::LandlockOnly, Some(uid)) => format!("without a user namespace of the command's own RLIMIT_NPROC would count every process of uid {uid}, so it is not set"),
-        _ => "RLIMIT_NPROC is set only inside a command's own user namespace".to_string(),
+        (_, Some(0)) => "RLIMIT_NPROC does not bound root",
+        _ => "RLIMIT_NPROC is set only in user-namespace and landlock-only modes",
     };
     Cause::new(
         format!("no writable pids cgroup: neither the cgroup root (/sys/fs/cgroup with the pids controller, or cgroup v1's /sys/fs/cgroup/pids; root only) nor a cgroup v2 directory above this process delegated to its user with the pids controller in its cgroup.subtree_control; and {rlimit}"),
@@ -386,8 +386,6 @@ pub struct HostReport {
     pub kernel: Option<String>,
     /// How namespaces are made here.
     pub mode: NsMode,
-    /// The highest Landlock ABI toolgate can use here (0, 3 or 6).
-    pub landlock_abi: u8,
     /// Every layer, in the order they are applied.
     pub layers: Vec<LayerReport>,
     /// What bounds a command's processes.
@@ -395,8 +393,6 @@ pub struct HostReport {
     /// The policy sets `[shell] require_confinement`.
     #[serde(rename = "require_confinement")]
     pub policy_requires: bool,
-    /// The policy gives commands the whole network.
-    pub network_granted: bool,
     /// What [`Confinement::missing`] says is missing.
     pub missing: Vec<&'static str>,
     /// The policy would refuse every shell command (and language server) here.
@@ -413,17 +409,18 @@ impl HostReport {
     /// Probe this host (once per process) for this user under a policy that does or does
     /// not require confinement and grant the whole network.
     pub fn gather(policy_requires: bool, network_granted: bool) -> HostReport {
-        let c = available(network_granted);
+        let (c, r) = (available(network_granted), Readings::read());
         // As `prepare` chooses: a pids cgroup where one can be made, else RLIMIT_NPROC in
-        // the command's own user namespace.
-        let bound = if PidsCgroup::create(super::DEFAULT_MAX_PROCESSES).is_some() {
-            ProcessBound::Cgroup
-        } else if c.mode == NsMode::UserNamespace {
-            ProcessBound::RlimitNproc
-        } else {
-            ProcessBound::None
+        // the command's own user namespace, else (not root) over all of the user's tasks.
+        let cgroup = PidsCgroup::create(super::DEFAULT_MAX_PROCESSES).is_some();
+        let root = r.uids().is_some_and(|(uid, _)| uid == 0);
+        let bound = match (cgroup, c.mode) {
+            (true, _) => ProcessBound::Cgroup,
+            (false, NsMode::UserNamespace) => ProcessBound::RlimitNproc,
+            (false, NsMode::LandlockOnly) if !root => ProcessBound::RlimitNprocUser,
+            _ => ProcessBound::None,
         };
-        Self::from_facts(&c, &probe(), &Readings::read(), bound, policy_requires)
+        Self::from_facts(&c, &probe(), &r, bound, policy_requires)
     }
 
     /// The report over given facts (pure).
@@ -460,11 +457,9 @@ impl HostReport {
             cap_setpcap: r.cap_effective(CAP_SETPCAP),
             kernel: r.osrelease.clone(),
             mode,
-            landlock_abi: p.landlock_abi,
             layers: layers(c, p, r, bound, euid),
             process_limit: bound,
             policy_requires,
-            network_granted: c.network_granted,
             missing,
             refuses_shell,
             shell,
@@ -487,14 +482,25 @@ impl HostReport {
             self.mode.name(),
             mode_text(self.mode),
         );
+        let pad = "";
+        let mut told: Vec<(&str, &Cause)> = Vec::new();
         for l in &self.layers {
             out.push_str(&format!("  {:<10} {:<44} {}\n", l.state, l.name, l.detail));
-            if let Some(c) = &l.cause {
-                let pad = "";
-                out.push_str(&format!(
-                    "  {pad:<10} cause: {}\n  {pad:<10} fix:   {}\n",
-                    c.cause, c.fix
-                ));
+            match (
+                &l.cause,
+                told.iter().find(|(_, c)| Some(*c) == l.cause.as_ref()),
+            ) {
+                (Some(_), Some((first, _))) => {
+                    out.push_str(&format!("  {pad:<10} cause: as for {first}\n"))
+                }
+                (Some(c), None) => {
+                    out.push_str(&format!(
+                        "  {pad:<10} cause: {}\n  {pad:<10} fix:   {}\n",
+                        c.cause, c.fix
+                    ));
+                    told.push((l.name, c));
+                }
+                (None, _) => {}
             }
         }
         out.push_str(&format!(
@@ -543,20 +549,11 @@ fn layers(
         NsMode::UserNamespace => layer("user namespace", true, &format!("each command's namespaces are made in a user namespace of its own mapping uid {} to itself (never to root outside)", euid.map_or("?".into(), |u| u.to_string()))),
         NsMode::LandlockOnly => layer("user namespace", false, "none can be made"),
     };
-    let network = if c.netns {
-        "no network (only a downed lo); hosts named by `[shell] network = [...]` are reached only through the egress proxy"
-    } else if landlock_only {
-        "no network at all: seccomp refuses `socket` (no namespace for the egress proxy)"
-    } else {
-        "without one commands share the host's network"
-    };
-    let network = if c.network_granted {
-        not_needed(
-            "network namespace",
-            "the policy gives commands the whole network (`[shell] network = true`)",
-        )
-    } else {
-        layer("network namespace", c.netns, network)
+    let network = match (c.network_granted, c.netns, landlock_only) {
+        (true, _, _) => not_needed("network namespace", "the policy gives commands the whole network (`[shell] network = true`)"),
+        (_, true, _) => layer("network namespace", true, "no network (only a downed lo); hosts named by `[shell] network = [...]` are reached only through the egress proxy"),
+        (_, _, true) => layer("network namespace", false, "no network at all: seccomp refuses `socket` (no namespace for the egress proxy)"),
+        _ => layer("network namespace", false, "without one commands share the host's network"),
     };
     let caps = if landlock_only && !r.cap_effective(CAP_SETPCAP) {
         "each command drops what it has: a non-root uid holds none and gains none on exec under no_new_privs"
@@ -566,6 +563,7 @@ fn layers(
     let limit = match bound {
         ProcessBound::Cgroup => "cgroup: a pids cgroup holds each command (`[shell] max_processes`, default 2048)",
         ProcessBound::RlimitNproc => "rlimit-nproc: RLIMIT_NPROC in the command's own user namespace (`[shell] max_processes`, default 2048)",
+        ProcessBound::RlimitNprocUser => "rlimit-nproc-user: RLIMIT_NPROC over every task of this user: those it runs now plus `[shell] max_processes`",
         ProcessBound::None => "none: nothing bounds a command's processes but the host's own limits",
     };
     vec![

@@ -253,7 +253,8 @@ fn the_report_names_every_layer_and_refuses_the_shell_only_when_required() {
     let mut r = host(STATUS_NOBODY);
     r.unprivileged_userns_clone = Some("0".into());
     let p = refused(1, "user namespace");
-    let report = HostReport::from_facts(&landlock_only(), &p, &r, ProcessBound::None, true);
+    let bound = ProcessBound::RlimitNprocUser;
+    let report = HostReport::from_facts(&landlock_only(), &p, &r, bound, true);
     let names: Vec<&str> = report.layers.iter().map(|l| l.name).collect();
     assert_eq!(
         names,
@@ -297,12 +298,8 @@ fn the_report_names_every_layer_and_refuses_the_shell_only_when_required() {
         .iter()
         .find(|l| l.name == "process limit")
         .unwrap();
-    assert!(limit
-        .cause
-        .as_ref()
-        .unwrap()
-        .cause
-        .contains("every process of uid 65534"));
+    assert_eq!((limit.state, limit.cause.is_none()), ("yes", true));
+    assert!(limit.detail.starts_with("rlimit-nproc-user: "));
     let text = report.render();
     assert!(text.contains("mode     landlock-only"), "{text}");
     let v = report.to_json();
@@ -314,8 +311,9 @@ fn the_report_names_every_layer_and_refuses_the_shell_only_when_required() {
         .unwrap()
         .contains("unprivileged_userns_clone=1"));
     assert!(v["layers"][0].get("cause").is_none());
+    assert_eq!(v["process_limit"], "rlimit-nproc-user");
 
-    let relaxed = HostReport::from_facts(&landlock_only(), &p, &r, ProcessBound::None, false);
+    let relaxed = HostReport::from_facts(&landlock_only(), &p, &r, bound, false);
     assert!(!relaxed.refuses_shell);
     assert!(relaxed
         .shell
