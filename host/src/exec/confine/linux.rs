@@ -15,6 +15,7 @@ use std::process::Command;
 
 mod cgroup;
 pub(super) mod direct;
+mod emptynet;
 mod fork;
 mod mount;
 mod readrules;
@@ -256,7 +257,7 @@ impl Armed {
         // a fresh one, which it alone can enter).
         let shared_net = match &own_net {
             None if want.netns && want.scopes && want.landlock && !in_userns => {
-                crate::exec::netns::shared_empty()
+                emptynet::shared_empty()
             }
             _ => None,
         };

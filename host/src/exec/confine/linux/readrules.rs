@@ -197,101 +197,6 @@ impl ReadRules {
     }
 }
 
-/// What [`landlock_only_ruleset`] made this kernel enforce beyond the file-system rights.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Handled {
-    /// TCP bind and connect are handled with no rule, so refused (Landlock ABI 4; only when
-    /// the policy does not grant the network). UDP and other sockets are not covered.
-    pub tcp: bool,
-    /// Signals and abstract unix sockets stay inside the command's domain (ABI 6).
-    pub scopes: bool,
-}
-
-/// What must not be at or beneath any rule.
-#[derive(Debug, Default)]
-struct Hidden {
-    /// Absolute paths, as spelled and resolved (whether or not they exist).
-    paths: BTreeSet<PathBuf>,
-    /// The (device, inode) of every hidden file or directory that exists, and the plan's
-    /// secret inodes.
-    ids: HashSet<(u64, u64)>,
-    /// `$HOME`, as spelled and resolved: no rule may be it or hold it (a directory holding it
-    /// is split around it, never listed). Rules beneath it are the host's explicit grants
-    /// (toolchain homes, a workspace or call directory there).
-    homes: Vec<PathBuf>,
-    /// Git's config, hooks and the like (the plan's `git_readonly`, `git_unprotected` and
-    /// `git_files`): readable, never writable, and never created where absent (`commondir`).
-    /// Where writes are granted, a directory holding one is split like one holding a secret,
-    /// so the git directory itself takes no new entry (git's lock files included: in
-    /// landlock-only mode git can read but not commit).
-    frozen: BTreeSet<PathBuf>,
-}
-
-impl Hidden {
-    fn add(&mut self, path: PathBuf) {
-        if let Ok(m) = path.symlink_metadata() {
-            if !m.file_type().is_symlink() {
-                self.ids.insert((m.dev(), m.ino()));
-            }
-        }
-        if let Some(resolved) = resolved(&path) {
-            if let Ok(m) = resolved.symlink_metadata() {
-                self.ids.insert((m.dev(), m.ino()));
-            }
-            self.paths.insert(resolved);
-        }
-        self.paths.insert(path);
-    }
-
-    /// `path` is a hidden path or beneath one.
-    fn covers(&self, path: &Path) -> bool {
-        path.ancestors().any(|a| self.paths.contains(a))
-    }
-
-    /// A hidden path or `$HOME` is strictly beneath `path` (paths beneath one are contiguous
-    /// in the component order, right after it).
-    fn below(&self, path: &Path) -> bool {
-        self.paths
-            .range::<Path, _>((Bound::Excluded(path), Bound::Unbounded))
-            .next()
-            .is_some_and(|h| h.starts_with(path))
-            || self.holds_home(path)
-    }
-
-    /// `$HOME` is strictly beneath `path`.
-    fn holds_home(&self, path: &Path) -> bool {
-        self.homes.iter().any(|h| h != path && h.starts_with(path))
-    }
-
-    /// `path` is one of git's frozen entries.
-    fn is_frozen(&self, path: &Path) -> bool {
-        self.frozen.contains(path)
-    }
-
-    /// A frozen entry is strictly beneath `path`.
-    fn frozen_below(&self, path: &Path) -> bool {
-        self.frozen
-            .range::<Path, _>((Bound::Excluded(path), Bound::Unbounded))
-            .next()
-            .is_some_and(|f| f.starts_with(path))
-    }
-
-    /// `path` is `$HOME` or a hidden path (an entry a split directory leaves out).
-    fn is(&self, path: &Path) -> bool {
-        self.paths.contains(path) || self.homes.iter().any(|h| h == path)
-    }
-}
-
-/// `path` with its symlinks resolved; for a path that does not exist, its parent's resolved
-/// and its name (a credentials file made later is hidden where it will be).
-fn resolved(path: &Path) -> Option<PathBuf> {
-    if let Ok(p) = path.canonicalize() {
-        return Some(p);
-    }
-    let parent = path.parent()?.canonicalize().ok()?;
-    Some(parent.join(path.file_name()?))
-}
-
 /// A split directory as it was listed: reused while it is unchanged.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Stamp {
@@ -542,44 +447,6 @@ pub fn read_rules(inputs: &ReadInputs<'_>) -> Result<ReadRules, String> {
     })
 }
 
-/// Everything no rule may reach.
-fn hidden_paths(inputs: &ReadInputs<'_>) -> Hidden {
-    let mut h = Hidden::default();
-    let ws = inputs.workspace;
-    h.add(ws.join(STATE_DIR));
-    for rel in inputs
-        .plan
-        .secret_files
-        .iter()
-        .chain(&inputs.plan.secret_dirs)
-    {
-        h.add(ws.join(rel));
-    }
-    h.ids
-        .extend(inputs.plan.secret_inodes.iter().map(|s| (s.dev, s.ino)));
-    for rel in git_frozen(inputs.plan) {
-        h.frozen.insert(ws.join(rel));
-    }
-    for s in SYSTEM_SECRETS.iter().chain(MORE_SYSTEM_SECRETS) {
-        h.add(PathBuf::from(s));
-    }
-    if let Some(home) = usable_home(inputs.home) {
-        for s in TOOLCHAIN_SECRETS {
-            h.add(home.join(s));
-        }
-        h.homes.push(home.to_path_buf());
-        if let Ok(r) = home.canonicalize() {
-            h.homes.push(r);
-        }
-    }
-    h
-}
-
-/// `$HOME` when it means something (as the view takes it).
-fn usable_home(home: Option<&Path>) -> Option<&Path> {
-    home.filter(|h| h.is_absolute() && *h != Path::new("/"))
-}
-
 /// The rules that do not depend on the call's own directories, the split directories met, and
 /// whether one of them changed too recently to trust its stamp.
 fn shared_rules(
@@ -694,129 +561,14 @@ fn shared_rules(
     Ok((merged(rules), split, racy))
 }
 
-/// One rule per path (the widest grant), and none beneath a rule granting as much.
-fn merged(rules: Vec<Rule>) -> Vec<Rule> {
-    let mut by_path: BTreeMap<PathBuf, Rule> = BTreeMap::new();
-    for r in rules {
-        match by_path.get_mut(&r.path) {
-            Some(old) if old.grant >= r.grant => {}
-            Some(old) => old.grant = r.grant,
-            None => {
-                by_path.insert(r.path.clone(), r);
-            }
-        }
-    }
-    // Sorted by components, so a rule's ancestors among the kept ones are on the stack.
-    let mut out: Vec<Rule> = Vec::with_capacity(by_path.len());
-    let mut stack: Vec<(PathBuf, Grant)> = Vec::new();
-    for (path, rule) in by_path {
-        while stack.last().is_some_and(|(p, _)| !path.starts_with(p)) {
-            stack.pop();
-        }
-        let above = stack.iter().map(|(_, g)| *g).max();
-        if above.is_some_and(|g| g >= rule.grant) {
-            continue;
-        }
-        stack.push((path, rule.grant));
-        out.push(rule);
-    }
-    out
-}
+mod hidden;
+mod ruleset;
 
-/// Which optional Landlock features this kernel has (probed once).
-#[derive(Clone, Copy, Debug)]
-struct Support {
-    /// ABI 4: TCP bind and connect.
-    tcp: bool,
-    /// ABI 6: scopes.
-    scopes: bool,
-}
-
-fn support() -> Support {
-    static SUPPORT: OnceLock<Support> = OnceLock::new();
-    *SUPPORT.get_or_init(|| {
-        // With a hard requirement, asking for what the kernel lacks is an error before any
-        // ruleset is made.
-        let hard = || Ruleset::default().set_compatibility(CompatLevel::HardRequirement);
-        Support {
-            tcp: hard()
-                .handle_access(AccessNet::from_all(ABI::V4))
-                .and_then(|r| r.create())
-                .is_ok(),
-            scopes: hard()
-                .scope(Scope::Signal | Scope::AbstractUnixSocket)
-                .and_then(|r| r.create())
-                .is_ok(),
-        }
-    })
-}
-
-/// Open a rule's path with no symlink on the way, and only if it still names the inode the
-/// rule was made for; with whether it is a directory.
-fn open_rule(rule: &Rule) -> Option<(OwnedFd, bool)> {
-    let fd = rustix::fs::openat2(
-        rustix::fs::CWD,
-        &rule.path,
-        OFlags::PATH | OFlags::CLOEXEC,
-        Mode::empty(),
-        ResolveFlags::NO_SYMLINKS,
-    )
-    .ok()?;
-    let st = rustix::fs::fstat(&fd).ok()?;
-    if (st.st_dev as u64, st.st_ino as u64) != (rule.dev, rule.ino) {
-        return None;
-    }
-    Some((
-        fd,
-        FileType::from_raw_mode(st.st_mode) == FileType::Directory,
-    ))
-}
-
-/// The landlock-only ruleset: every ABI-3 file-system right handled and allowed only as
-/// `rules` say; where the kernel has ABI 4 and the policy does not grant the network, TCP
-/// bind and connect handled with no rule (refused); where it has ABI 6, signals and abstract
-/// unix sockets scoped to the domain. A hard requirement: a kernel without ABI 3 is an error,
-/// never a weaker ruleset. A rule whose path no longer names its inode is left out.
-pub fn landlock_only_ruleset(
-    rules: &ReadRules,
-    network: bool,
-) -> Result<(RulesetCreated, Handled), String> {
-    let s = support();
-    let handled = Handled {
-        tcp: s.tcp && !network,
-        scopes: s.scopes,
-    };
-    let e = |e: landlock::RulesetError| format!("preparing Landlock: {e}");
-    let mut rs = Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(AccessFs::from_all(ABI_FS))
-        .map_err(e)?;
-    if handled.tcp {
-        rs = rs.handle_access(AccessNet::from_all(ABI::V4)).map_err(e)?;
-    }
-    if handled.scopes {
-        rs = rs
-            .scope(Scope::Signal | Scope::AbstractUnixSocket)
-            .map_err(e)?;
-    }
-    let file_rights = AccessFs::from_file(ABI_FS);
-    let created = rs
-        .create()
-        .map_err(e)?
-        .add_rules(rules.iter().filter_map(|rule| {
-            let (fd, dir) = open_rule(rule)?;
-            let access = if dir {
-                rule.grant.access()
-            } else {
-                rule.grant.access() & file_rights
-            };
-            // A listing-only rule on a file grants nothing.
-            (!access.is_empty())
-                .then(|| Ok::<_, landlock::RulesetError>(PathBeneath::new(fd, access)))
-        }))
-        .map_err(e)?;
-    Ok((created, handled))
-}
+use hidden::{hidden_paths, resolved, usable_home, Hidden};
+pub use ruleset::landlock_only_ruleset;
+use ruleset::merged;
+#[cfg(test)]
+use ruleset::{open_rule, support};
 
 #[cfg(test)]
 #[path = "readrules_tests.rs"]
