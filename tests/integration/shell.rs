@@ -243,19 +243,23 @@ async fn confinement_blocks_writes_outside_and_to_protected_paths() {
     let ws = Ws::new();
     ws.mkdir(".git/hooks");
     ws.write(".git/config", "[core]\n");
+    // The write that must work goes to a subdirectory: without namespaces nothing can be
+    // created directly at the workspace root (shell_kernel's
+    // `the_workspace_root_takes_no_new_file_in_landlock_only_mode`).
+    ws.mkdir("sub");
     let outside = tempfile::tempdir().unwrap();
     let target = outside.path().join("escaped");
     let g = gate(&ws, ASK, &["shell"], None).await;
     let o = sh(
         &g,
         &format!(
-            "echo a > inside.txt; echo b > {}; echo c > .toolgate/grants.toml; echo d > .git/hooks/pre-commit; echo e >> .git/config; echo done",
+            "echo a > sub/inside.txt; echo b > {}; echo c > .toolgate/grants.toml; echo d > .git/hooks/pre-commit; echo e >> .git/config; echo done",
             target.display()
         ),
     )
     .await;
     assert_eq!(o.status, Status::Ok, "{o:#?}");
-    assert_eq!(ws.read("inside.txt"), "a\n");
+    assert_eq!(ws.read("sub/inside.txt"), "a\n");
     assert!(!target.exists(), "wrote outside the workspace");
     assert!(!ws.path(".toolgate/grants.toml").exists());
     assert!(!ws.path(".git/hooks/pre-commit").exists());
@@ -350,18 +354,21 @@ async fn auto_background_after_the_threshold() {
 #[tokio::test]
 async fn timeout_kills_the_process_group() {
     let ws = Ws::new();
+    // In a subdirectory, where a surviving child could write in every mode (without
+    // namespaces nothing can be created at the root, which would prove nothing).
+    ws.mkdir("sub");
     let g = gate(&ws, ASK, &["shell"], None).await;
     let started = Instant::now();
     let o = sh_with(
         &g,
-        json!({"command": "(sleep 2; touch late-child) & sleep 30", "timeout_ms": 300}),
+        json!({"command": "(sleep 2; touch sub/late-child) & sleep 30", "timeout_ms": 300}),
     )
     .await;
     assert_eq!(code(&o), "timeout", "{o:#?}");
     assert!(started.elapsed() < Duration::from_secs(10));
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert!(
-        !ws.path("late-child").exists(),
+        !ws.path("sub/late-child").exists(),
         "a child of the group survived the timeout"
     );
 }
@@ -395,13 +402,27 @@ async fn gate_with_20_processes(ws: &Ws) -> Gate {
     .await
 }
 
+/// The process limit a command with `max_processes = 20` reports: exactly 20 (a pids cgroup,
+/// or `RLIMIT_NPROC` in its own user namespace), except without namespaces, where
+/// `RLIMIT_NPROC` counts every task of the user: the tasks it runs now plus 20.
+fn assert_limit_of_20(o: &Observation) {
+    let c = &o.data["confinement"];
+    if crate::modes::without_userns() {
+        assert_eq!(c["pids_bound"], json!("rlimit-nproc-user"), "{o:#?}");
+        let limit = c["pids_limit"].as_u64();
+        assert!(limit.is_some_and(|l| l >= 20), "{o:#?}");
+    } else {
+        assert_eq!(c["pids_limit"], json!(20), "{o:#?}");
+    }
+}
+
 /// A fork bomb stops at the pids cgroup's limit instead of taking the machine down.
 #[tokio::test]
 async fn process_count_is_limited() {
     let ws = Ws::new();
     let g = gate_with_20_processes(&ws).await;
     let o = sh(&g, FORK_BOMB).await;
-    assert_eq!(o.data["confinement"]["pids_limit"], json!(20), "{o:#?}");
+    assert_limit_of_20(&o);
     assert!(o.content.contains("fork"), "{}", o.content);
     // Everything else runs as usual, and nothing is left in the cgroup afterwards.
     let o = sh(&g, "echo fine").await;
@@ -420,22 +441,19 @@ async fn a_command_too_large_for_the_spawner_still_has_a_process_limit() {
     let word = "a".repeat(50 * 1024);
     let o = sh(&g, &format!("{FORK_BOMB} x {word} {word} {word} {word}")).await;
     assert_eq!(o.data["spawner"], false, "{}", o.summary);
-    assert_eq!(
-        o.data["confinement"]["pids_limit"],
-        json!(20),
-        "{}",
-        o.summary
-    );
+    assert_limit_of_20(&o);
     assert!(
         o.content.contains("fork"),
         "the limit was not enforced: {}",
         o.content
     );
-    // A small command afterwards goes through the spawner, under the shared limit.
+    // A small command afterwards goes through the spawner, under the shared limit. Without
+    // namespaces no spawner is used: every command is forked from the host, which computed
+    // its Landlock rules.
     let o = sh(&g, "echo small").await;
     assert_eq!(o.status, Status::Ok, "{o:#?}");
-    assert_eq!(o.data["spawner"], true, "{o:#?}");
-    assert_eq!(o.data["confinement"]["pids_limit"], json!(20), "{o:#?}");
+    assert_eq!(o.data["spawner"], !crate::modes::without_userns(), "{o:#?}");
+    assert_limit_of_20(&o);
 }
 
 /// The spawner that starts commands can die (killed by the OOM killer, by hand): a command it
@@ -447,6 +465,22 @@ async fn a_killed_spawner_is_replaced_and_never_hangs_a_call() {
     let g = gate(&ws, ASK, &["shell"], None).await;
     let o = sh(&g, "echo one").await;
     assert_eq!(o.status, Status::Ok, "{o:#?}");
+    if crate::modes::without_userns() {
+        // Without namespaces there is no spawner to kill: every command is forked from the
+        // host (which computed its Landlock rules), and the calls complete all the same.
+        assert_eq!(o.content, "one\n", "{o:#?}");
+        assert_eq!(o.data["spawner"], false, "{o:#?}");
+        assert_eq!(g.exec_host().spawner.pid(), None);
+        ws.mkdir("sub");
+        let o = sh(&g, "echo two > sub/two.txt; echo again").await;
+        assert_eq!(o.status, Status::Ok, "{o:#?}");
+        assert!(o.content.contains("again"), "{o:#?}");
+        assert_eq!(o.data["spawner"], false, "{o:#?}");
+        assert_eq!(o.data["confinement"]["landlock"], true);
+        assert_eq!(g.exec_host().spawner.pid(), None, "a spawner was started");
+        assert_eq!(ws.read("sub/two.txt"), "two\n");
+        return;
+    }
     assert_eq!(o.data["spawner"], true, "{o:#?}");
     let first = g.exec_host().spawner.pid().expect("a spawner runs");
     // A command runs in the background while its spawner is killed.

@@ -47,6 +47,12 @@ fn text(o: &Observation) -> String {
 
 const ASK: &str = "mode = \"ask\"\n";
 
+/// Whether one line of `out` holds every one of `parts` (an error message, whatever quotes
+/// the locale puts around the name in it).
+fn a_line_has(out: &str, parts: &[&str]) -> bool {
+    out.lines().any(|l| parts.iter().all(|p| l.contains(p)))
+}
+
 /// Every layer this machine kind offers is applied and reported, and how the namespaces were
 /// made: by the host itself (root with CAP_SYS_ADMIN), or inside a user namespace of the
 /// command's own (anyone else). Without user namespaces there are no namespaces at all: the
@@ -177,6 +183,9 @@ async fn secrets_and_host_state_are_absent_from_the_shell() {
     }
     // A secret created by one command is hidden from the next (the plan is refreshed).
     let g2 = gate(&ws, ASK, &["shell"]).await;
+    // In a subdirectory made beforehand: without namespaces nothing can be created directly
+    // at the workspace root (see `the_workspace_root_takes_no_new_file_in_landlock_only_mode`).
+    ws.mkdir("deep");
     let o = sh(
         &g2,
         "mkdir -p deep/er && echo LATE_SECRET_VALUE > deep/er/.env",
@@ -200,10 +209,23 @@ async fn secrets_and_host_state_are_absent_from_the_shell() {
     ws.write(".toolgate/outputs/call-x.txt", "saved output\n");
     let o = sh(&g2, "cat .toolgate/outputs/call-x.txt; ls -a .toolgate; echo y > .toolgate/outputs/call-x.txt; echo z > .toolgate/grants.toml").await;
     let out = text(&o);
-    if ran(&o) {
+    let runs = ran(&o);
+    if runs {
         assert!(out.contains("saved output"), "{o:#?}");
     }
-    assert!(!out.contains("state.db"), "{o:#?}");
+    if modes::without_userns() && runs {
+        // Without a mount namespace Landlock alone hides `.toolgate`: a split directory can be
+        // listed, so the names in it show, never what they hold (exec/confine/linux/
+        // readrules.rs). A read of the state fails outright.
+        let o = sh(&g2, "cat .toolgate/state.db").await;
+        assert_ran(&o);
+        assert!(
+            a_line_has(&text(&o), &[".toolgate/state.db", "Permission denied"]),
+            "{o:#?}"
+        );
+    } else {
+        assert!(!out.contains("state.db"), "{o:#?}");
+    }
     assert_eq!(ws.read(".toolgate/outputs/call-x.txt"), "saved output\n");
     assert!(!ws.path(".toolgate/grants.toml").exists());
 }
@@ -236,18 +258,21 @@ async fn confined_root_has_no_capabilities() {
 }
 
 /// `mknod` made a character device in the workspace whose writes reached the kernel log.
+/// In a subdirectory, where every mode lets a command create files (the FIFO shows it), so
+/// only the device is refused.
 #[tokio::test]
 async fn a_device_node_cannot_be_made() {
     let ws = Ws::new();
+    ws.mkdir("dev");
     let g = gate(&ws, ASK, &["shell"]).await;
     let o = sh(
         &g,
-        "mknod kmsg c 1 11; mknod null2 c 1 3; mknod blk b 7 0; mkfifo fifo && echo fifo-ok",
+        "cd dev; mknod kmsg c 1 11; mknod null2 c 1 3; mknod blk b 7 0; mkfifo fifo && echo fifo-ok",
     )
     .await;
-    assert!(!ws.path("kmsg").exists(), "{o:#?}");
-    assert!(!ws.path("null2").exists(), "{o:#?}");
-    assert!(!ws.path("blk").exists(), "{o:#?}");
+    assert!(!ws.path("dev/kmsg").exists(), "{o:#?}");
+    assert!(!ws.path("dev/null2").exists(), "{o:#?}");
+    assert!(!ws.path("dev/blk").exists(), "{o:#?}");
     // A FIFO is not a device: that still works.
     if ran(&o) {
         assert!(text(&o).contains("fifo-ok"), "{o:#?}");
@@ -295,26 +320,36 @@ async fn a_host_process_cannot_be_signalled() {
 #[tokio::test]
 async fn a_double_forked_setsid_child_does_not_outlive_the_call() {
     let ws = Ws::new();
+    // The child's heartbeat goes to a subdirectory: in every mode a command can create a file
+    // there (not at the root without namespaces).
+    ws.mkdir("beat");
     let g = gate(&ws, ASK, &["shell"]).await;
-    let attack = "( setsid sh -c 'while true; do date +%s%N > alive; sleep 0.05; done' & ) ; sleep 0.3; echo started";
+    let attack = "( setsid sh -c 'while true; do date +%s%N > beat/alive; sleep 0.05; done' & ) ; sleep 0.3; echo started";
     let mut o = sh(&g, attack).await;
     if !ran(&o) {
-        assert!(!ws.path("alive").exists(), "{o:#?}");
+        assert!(!ws.path("beat/alive").exists(), "{o:#?}");
         return;
     }
     if modes::without_userns() && text(&o).contains("setsid failed") {
         // Without a PID namespace the filter keeps a command in its process group (no new
         // session): the same double fork without setsid must not outlive the call either.
-        assert!(!ws.path("alive").exists(), "{o:#?}");
+        assert!(!ws.path("beat/alive").exists(), "{o:#?}");
         o = sh(&g, &attack.replace("setsid ", "")).await;
         assert_ran(&o);
     }
     assert!(text(&o).contains("started"), "{o:#?}");
-    assert!(ws.path("alive").exists(), "the child never ran: {o:#?}");
+    assert!(
+        ws.path("beat/alive").exists(),
+        "the child never ran: {o:#?}"
+    );
     std::thread::sleep(Duration::from_millis(300));
-    let first = ws.read("alive");
+    let first = ws.read("beat/alive");
     std::thread::sleep(Duration::from_millis(400));
-    assert_eq!(ws.read("alive"), first, "the setsid child is still running");
+    assert_eq!(
+        ws.read("beat/alive"),
+        first,
+        "the setsid child is still running"
+    );
 }
 
 /// A unix socket on the host filesystem (think ssh-agent, docker.sock), an abstract one, and
@@ -428,14 +463,44 @@ async fn git_internals_cannot_be_subverted_from_inside() {
     assert_eq!(ws.read("vendor/nested/.git/config"), nested_before);
     assert!(!ws.path("vendor/nested/.git/hooks/pre-commit").exists());
     assert!(!ws.path("vendor/nested/.git-old").exists());
-    // Ordinary git work still works confined.
-    let o = sh(
-        &g,
-        "git add a.txt && git commit -qm first && git checkout -qb topic && git status --short && echo git-ok",
-    )
-    .await;
-    if ran(&o) {
-        assert!(text(&o).contains("git-ok"), "{o:#?}");
+    if modes::without_userns() {
+        // Without namespaces nothing is ever created in a `.git` directory (its config, hooks
+        // and pointers are readable, never written): git reads the repository, and cannot
+        // take the index lock a commit needs.
+        let o = sh(
+            &g,
+            "git status --short && echo status-ok; git add a.txt && git commit -qm first && echo committed",
+        )
+        .await;
+        if ran(&o) {
+            let out = text(&o);
+            assert!(
+                out.contains("?? a.txt") && out.contains("status-ok"),
+                "{o:#?}"
+            );
+            assert!(
+                a_line_has(&out, &[".git/index.lock", "Permission denied"]),
+                "{o:#?}"
+            );
+            assert!(!out.contains("committed"), "{o:#?}");
+        }
+        assert!(!ws.path(".git/index.lock").exists());
+        let head = std::process::Command::new("git")
+            .args(["rev-parse", "--verify", "-q", "HEAD"])
+            .current_dir(ws.root())
+            .output()
+            .unwrap();
+        assert!(!head.status.success(), "a commit was made: {head:?}");
+    } else {
+        // Ordinary git work still works confined.
+        let o = sh(
+            &g,
+            "git add a.txt && git commit -qm first && git checkout -qb topic && git status --short && echo git-ok",
+        )
+        .await;
+        if ran(&o) {
+            assert!(text(&o).contains("git-ok"), "{o:#?}");
+        }
     }
     assert!(!ws.path("PWNED").exists());
 }
@@ -462,7 +527,10 @@ async fn the_clock_cannot_be_set() {
 #[test]
 fn a_misclassified_read_only_command_cannot_write() {
     let ws = Ws::new();
-    ws.write("keep.txt", "original\n");
+    // At the root and in a subdirectory: without namespaces no command can create anything
+    // at the root, so only the subdirectory shows that read-only is what refuses it there.
+    ws.write("keep.txt", "original\n")
+        .write("sub/keep.txt", "original\n");
     let root = ws.root().canonicalize().unwrap();
     let host = ExecHost::new(
         root.clone(),
@@ -482,7 +550,8 @@ fn a_misclassified_read_only_command_cannot_write() {
     };
     let text = format!(
         "echo evil > evil.sh; sort -oevil2.sh keep.txt; echo x >> keep.txt; mkdir d; \
-         {tmp}; ln -s keep.txt link; rm keep.txt; echo done"
+         echo evil > sub/evil.sh; echo x >> sub/keep.txt; mkdir sub/d; \
+         {tmp}; ln -s keep.txt link; rm keep.txt sub/keep.txt; echo done"
     );
     let approved = ApprovedCommand {
         text: text.clone(),
@@ -513,11 +582,12 @@ fn a_misclassified_read_only_command_cannot_write() {
     let (outcome, _) = process.outcome((0, 0), 10_000, &root, "ro");
     assert_eq!(outcome.data["confinement"]["read_only"], json!(true));
     assert!(outcome.stdout.preview.contains("tmp-ok"), "{outcome:?}");
-    for made in ["evil.sh", "evil2.sh", "d", "link"] {
+    for made in ["evil.sh", "evil2.sh", "d", "link", "sub/evil.sh", "sub/d"] {
         assert!(!ws.path(made).exists(), "{made} was written: {outcome:?}");
     }
     assert!(!Path::new(&host_tmp).exists(), "wrote the host's /tmp");
     assert_eq!(ws.read("keep.txt"), "original\n");
+    assert_eq!(ws.read("sub/keep.txt"), "original\n");
 }
 
 /// Builds and tests keep working confined, offline: `cargo test` of a tiny crate and Python's
@@ -586,17 +656,60 @@ async fn home_is_private_with_toolchains_read_only() {
     let home = Path::new(&home).to_path_buf();
     let ws = Ws::new();
     let g = gate(&ws, ASK, &["shell"]).await;
+    // Without namespaces `$HOME` is the host's own (there is no private one to show instead):
+    // a file in it is there, and must not be readable. Only in that mode, whose home is the
+    // test run's own (modes.rs), is one planted.
+    let planted = modes::without_userns().then(|| {
+        let p = home.join(format!(".toolgate-home-probe-{}", std::process::id()));
+        std::fs::write(
+            &p,
+            "home-file-content
+",
+        )
+        .unwrap();
+        p
+    });
+    let read_planted = planted
+        .as_ref()
+        .map(|p| format!("; cat {}", p.display()))
+        .unwrap_or_default();
     let o = sh(
         &g,
-        "ls -a ~; touch ~/new-file && echo home-writable; touch ~/.cargo/x 2>&1 || echo cargo-ro",
+        &format!(
+            "ls -a ~; touch ~/new-file && echo home-writable; touch ~/.cargo/x 2>&1 || echo cargo-ro{read_planted}"
+        ),
     )
     .await;
+    if let Some(p) = &planted {
+        std::fs::remove_file(p).unwrap();
+    }
     let out = text(&o);
     if !ran(&o) {
         assert!(!home.join("new-file").exists(), "wrote the host's home");
         return;
     }
-    assert!(out.contains("home-writable"), "{o:#?}");
+    if let Some(p) = &planted {
+        // The host's home is neither writable nor readable (only the toolchain homes are).
+        assert!(!out.contains("home-writable"), "{o:#?}");
+        let new_file = home.join("new-file").display().to_string();
+        assert!(
+            a_line_has(
+                &out,
+                &["touch: cannot touch", &new_file, "Permission denied"]
+            ),
+            "{o:#?}"
+        );
+        assert!(!out.contains("home-file-content"), "{o:#?}");
+        assert!(
+            a_line_has(
+                &out,
+                &["cat:", &p.display().to_string(), "Permission denied"]
+            ),
+            "{o:#?}"
+        );
+    } else {
+        assert!(out.contains("home-writable"), "{o:#?}");
+    }
     if home.join(".cargo").is_dir() {
         assert!(out.contains("cargo-ro"), "{o:#?}");
         assert!(!home.join(".cargo/x").exists());
@@ -609,6 +722,59 @@ async fn home_is_private_with_toolchains_read_only() {
                 "{hidden} is visible: {out}"
             );
         }
+    }
+}
+
+/// Without namespaces the workspace root is a split directory (`.toolgate` and the secrets at
+/// the root must stay uncovered by any Landlock rule), so nothing can be created directly in
+/// it; in a subdirectory everything works. In every other mode the root is like any
+/// directory of the workspace.
+#[tokio::test]
+async fn the_workspace_root_takes_no_new_file_in_landlock_only_mode() {
+    let ws = Ws::new();
+    ws.mkdir("sub");
+    let g = gate(&ws, ASK, &["shell"]).await;
+    let o = sh(
+        &g,
+        "echo root > new.txt && echo root-ok; mkdir newdir && echo mkdir-ok; \
+         echo sub > sub/new.txt && mkdir sub/newdir && echo sub-ok",
+    )
+    .await;
+    assert_ran(&o);
+    let out = text(&o);
+    assert!(out.contains("sub-ok"), "{o:#?}");
+    assert_eq!(ws.read("sub/new.txt"), "sub\n");
+    assert!(ws.path("sub/newdir").is_dir());
+    if modes::without_userns() {
+        assert_eq!(
+            o.data["confinement"]["mode"],
+            json!("landlock-only"),
+            "{o:#?}"
+        );
+        assert!(
+            a_line_has(&out, &["new.txt", "Permission denied"]),
+            "{o:#?}"
+        );
+        assert!(
+            a_line_has(
+                &out,
+                &["cannot create directory", "newdir", "Permission denied"]
+            ),
+            "{o:#?}"
+        );
+        assert!(
+            !out.contains("root-ok") && !out.contains("mkdir-ok"),
+            "{o:#?}"
+        );
+        assert!(!ws.path("new.txt").exists());
+        assert!(!ws.path("newdir").exists());
+    } else {
+        assert!(
+            out.contains("root-ok") && out.contains("mkdir-ok"),
+            "{o:#?}"
+        );
+        assert_eq!(ws.read("new.txt"), "root\n");
+        assert!(ws.path("newdir").is_dir());
     }
 }
 
@@ -714,6 +880,9 @@ async fn concurrent_commands_do_not_reach_each_other_through_the_network_namespa
         return;
     }
     let name = format!("toolgate-peer-{}", std::process::id());
+    // The two signal each other with files in a subdirectory, which every mode lets a command
+    // write (not the root without namespaces).
+    ws.mkdir("run");
     ws.write(
         "server.py",
         format!(
@@ -725,9 +894,9 @@ async fn concurrent_commands_do_not_reach_each_other_through_the_network_namespa
              \x20   except OSError as e:\n\
              \x20       print(what, 'refused', e.errno); return []\n\
              ls = listen(socket.AF_UNIX, '\\0{name}', 'unix') + listen(socket.AF_INET, ('127.0.0.1', 47123), 'tcp')\n\
-             open('ready', 'w').write('1')\n\
+             open('run/ready', 'w').write('1')\n\
              end = time.time() + 8\n\
-             while time.time() < end and not __import__('os').path.exists('done'):\n\
+             while time.time() < end and not __import__('os').path.exists('run/done'):\n\
              \x20   for s in ls:\n\
              \x20       try:\n\
              \x20           s.accept(); print('ACCEPTED')\n\
@@ -741,14 +910,14 @@ async fn concurrent_commands_do_not_reach_each_other_through_the_network_namespa
         format!(
             "import socket, time, os\n\
              end = time.time() + 8\n\
-             while not os.path.exists('ready') and time.time() < end:\n\
+             while not os.path.exists('run/ready') and time.time() < end:\n\
              \x20   time.sleep(0.05)\n\
              for fam, addr in ((socket.AF_UNIX, '\\0{name}'), (socket.AF_INET, ('127.0.0.1', 47123))):\n\
              \x20   try:\n\
              \x20       s = socket.socket(fam); s.connect(addr); print('CONNECTED', addr)\n\
              \x20   except OSError as e:\n\
              \x20       print('refused', e.errno)\n\
-             open('done', 'w').write('1')\n"
+             open('run/done', 'w').write('1')\n"
         ),
     );
     let (server, client) = tokio::join!(sh(&g, "python3 server.py"), async {

@@ -95,6 +95,7 @@ mod shell_kernel {
         prepare = crate::modes::system_cargo
     );
     in_modes!(shell_kernel::home_is_private_with_toolchains_read_only);
+    in_modes!(shell_kernel::the_workspace_root_takes_no_new_file_in_landlock_only_mode);
     in_modes!(shell_kernel::probe_matches_this_machine);
     in_modes!(
         shell_kernel::concurrent_commands_do_not_reach_each_other_through_the_network_namespace
