@@ -40,8 +40,12 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[i]
 }
 
+/// The component cache: `TOOLGATE_CACHE_DIR` when set (a run as another user needs one it
+/// owns), else one under the target dir.
 fn cache_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("component-cache")
+    std::env::var_os("TOOLGATE_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("component-cache"))
 }
 
 async fn run() {

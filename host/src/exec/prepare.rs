@@ -89,6 +89,19 @@ fn prepare_with(
         dirs.tmp()
     };
     let mut env = confine::scrubbed_env(&host.config, &host.workspace, &tmp_seen);
+    // Without a view `$HOME` is the host's, which the command may not write (landlock-only):
+    // caches go to its private home (a language server's among them: jedi finds nothing
+    // without one).
+    if !confinement.view && !env.iter().any(|(k, _)| k == "XDG_CACHE_HOME") {
+        env.push((
+            "XDG_CACHE_HOME".into(),
+            dirs.path()
+                .join("home")
+                .join(".cache")
+                .display()
+                .to_string(),
+        ));
+    }
     host.config.credentials.apply(&mut env);
     if let Some(net) = &approved.net {
         net.proxy_env(&mut env);

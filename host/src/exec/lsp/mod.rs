@@ -196,6 +196,17 @@ impl Server {
         self.child.lock().ok().map(|c| c.id())
     }
 
+    /// Whether the rules it was confined by still reach every file of the workspace it may
+    /// read (landlock-only mode; always so with a mount namespace, whose view follows the
+    /// workspace).
+    pub fn rules_current(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        if let Some(rules) = &self._prepared.request.landlock_only {
+            return rules.still_current();
+        }
+        true
+    }
+
     /// Whether it still runs.
     pub fn alive(&self) -> bool {
         let ended = self.lock().ended.is_some();

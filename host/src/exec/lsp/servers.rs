@@ -33,11 +33,13 @@ impl Servers {
         let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
         let mut restarted = false;
         if let Some(s) = running.get(language) {
-            if s.alive() {
+            if s.alive() && s.rules_current() {
                 return Ok((s.clone(), false));
             }
             restarted = true;
-            running.remove(language);
+            if let Some(s) = running.remove(language) {
+                s.stop();
+            }
         }
         let s = Arc::new(Server::start(host, argv, init_timeout)?);
         running.insert(language.to_string(), s.clone());

@@ -45,8 +45,15 @@
 //!   workspace root. With it the split directory gets `ReadDir` alone, which Landlock also
 //!   applies beneath it: every directory below can be listed, so the *names* (never the
 //!   contents) inside secret directories and `.toolgate` can be listed.
-//! - Git's config and hooks are not frozen: `.git` is an ordinary writable directory here (git
-//!   must create its lock files in it), so whoever runs the command must check them afterwards.
+//! - Git's config, hooks and pointers (the plan's `git_readonly`, `git_unprotected`,
+//!   `git_files`) are readable, never writable: a git directory holding them is split, so
+//!   nothing is created in it either (no `commondir`, and no `index.lock`: git reads, and
+//!   cannot commit, in this mode).
+//! - `.toolgate/outputs` and `.toolgate/.gitignore` are readable (a listing shows the names;
+//!   a project walk that meets a name it cannot read may give up).
+//! - Rules hold inodes: a file replaced in a split directory after they were made (the host
+//!   writes by renaming over) is beyond them. [`ReadRules::still_current`] says so, and a
+//!   language server is then started again.
 //!
 //! Moving a secret out of its directory into a readable one is refused by Landlock itself: a
 //! rename or link to another directory must not give the file rights it did not have (and a
@@ -178,6 +185,8 @@ pub struct Rule {
 pub struct ReadRules {
     shared: Arc<[Rule]>,
     own: Vec<Rule>,
+    /// The split directories as they were listed for these rules.
+    stamps: Arc<[Stamp]>,
 }
 
 impl ReadRules {
@@ -194,6 +203,14 @@ impl ReadRules {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Whether no split directory changed since these rules were made. A rule holds the inode
+    /// its path named then: an entry made or replaced since in a split directory (a file the
+    /// host wrote by renaming over it) is beyond a process confined by them, so a long-lived
+    /// one (a language server) is started again with fresh rules.
+    pub fn still_current(&self) -> bool {
+        self.stamps.iter().all(Stamp::unchanged)
     }
 }
 
@@ -389,7 +406,7 @@ impl Key {
 struct Kept {
     key: Key,
     at: Instant,
-    stamps: Vec<Stamp>,
+    stamps: Arc<[Stamp]>,
     racy: bool,
     hidden: Arc<Hidden>,
     rules: Arc<[Rule]>,
@@ -410,23 +427,24 @@ pub fn read_rules(inputs: &ReadInputs<'_>) -> Result<ReadRules, String> {
                     && k.at.elapsed() < KEEP_FOR
                     && k.stamps.iter().all(Stamp::unchanged)
             })
-            .map(|k| (k.hidden.clone(), k.rules.clone()))
+            .map(|k| (k.hidden.clone(), k.rules.clone(), k.stamps.clone()))
     };
-    let (hidden, shared) = match kept {
+    let (hidden, shared, stamps) = match kept {
         Some(k) => k,
         None => {
             let hidden = Arc::new(hidden_paths(inputs));
             let (rules, stamps, racy) = shared_rules(inputs, &hidden)?;
             let rules: Arc<[Rule]> = rules.into();
+            let stamps: Arc<[Stamp]> = stamps.into();
             *KEPT.lock().unwrap_or_else(|p| p.into_inner()) = Some(Kept {
                 key: Key::of(inputs),
                 at: Instant::now(),
-                stamps,
+                stamps: stamps.clone(),
                 racy,
                 hidden: hidden.clone(),
                 rules: rules.clone(),
             });
-            (hidden, rules)
+            (hidden, rules, stamps)
         }
     };
     let mut b = Builder {
@@ -444,6 +462,7 @@ pub fn read_rules(inputs: &ReadInputs<'_>) -> Result<ReadRules, String> {
     Ok(ReadRules {
         shared,
         own: b.rules,
+        stamps,
     })
 }
 
@@ -543,16 +562,21 @@ fn shared_rules(
         Grant::ReadWrite
     };
     b.root(ws, ws_grant)?;
-    // The saved outputs, read-only, though `.toolgate` is hidden: only when it is a real
-    // directory reached through no symlink.
-    let outputs = ws.join(OUTPUTS_DIR);
-    if let Ok(m) = outputs.symlink_metadata() {
-        if m.is_dir()
-            && outputs.canonicalize().is_ok_and(|r| r == outputs)
-            && !hidden.below(&outputs)
-            && !hidden.ids.contains(&(m.dev(), m.ino()))
-        {
-            b.push(&outputs, &m, Grant::Read)?;
+    // The saved outputs, read-only, though `.toolgate` is hidden, and its `.gitignore` (a
+    // listing shows it: a project walk that meets a name it cannot read may give up, as
+    // jedi's does): only a real directory, or a regular file, reached through no symlink.
+    for (inside, dir) in [
+        (ws.join(OUTPUTS_DIR), true),
+        (ws.join(STATE_DIR).join(".gitignore"), false),
+    ] {
+        if let Ok(m) = inside.symlink_metadata() {
+            if (if dir { m.is_dir() } else { m.is_file() })
+                && inside.canonicalize().is_ok_and(|r| r == inside)
+                && !hidden.below(&inside)
+                && !hidden.ids.contains(&(m.dev(), m.ino()))
+            {
+                b.push(&inside, &m, Grant::Read)?;
+            }
         }
     }
     let Builder {
