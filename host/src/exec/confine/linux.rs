@@ -234,7 +234,7 @@ impl Armed {
         let rules = match read {
             // Landlock-only: reads too are allowed only where the rules say (secrets never).
             Some(read) if want.landlock => Some(landlock_only_ruleset(read, false)?.0),
-            None if want.mode == NsMode::LandlockOnly => {
+            None if want.landlock && want.mode == NsMode::LandlockOnly => {
                 return Err("landlock-only mode needs the command's read rules".into())
             }
             _ if want.landlock => Some(
