@@ -100,8 +100,9 @@ impl fmt::Display for ExecError {
             ),
             ExecError::ConfinementUnavailable { missing } => write!(
                 f,
-                "the policy requires confinement and it is not available here ({})",
-                missing.join(", ")
+                "the policy requires confinement and it is not available here ({}). {}",
+                missing.join(", "),
+                super::confine::report::hint(missing)
             ),
             ExecError::ProgramNotFound { program } => write!(
                 f,

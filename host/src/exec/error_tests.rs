@@ -32,12 +32,17 @@ fn refusals_read_as_before() {
 
 #[test]
 fn failures_read_as_before() {
-    assert_eq!(
-        ExecError::ConfinementUnavailable {
-            missing: vec!["landlock", "mount namespace"],
-        }
-        .to_string(),
-        "the policy requires confinement and it is not available here (landlock, mount namespace)"
+    // The cause and fix of each missing layer follow (they depend on this host).
+    let unavailable = ExecError::ConfinementUnavailable {
+        missing: vec!["landlock", "mount namespace"],
+    }
+    .to_string();
+    assert!(
+        unavailable.starts_with(
+            "the policy requires confinement and it is not available here (landlock, mount namespace). landlock"
+        ) && unavailable.contains("fix: ")
+            && unavailable.contains("`toolgate doctor`"),
+        "{unavailable}"
     );
     assert_eq!(
         ExecError::ProgramNotFound {
