@@ -102,34 +102,25 @@ pub(super) fn probe() -> Probe {
     // one per namespace otherwise.
     let direct = try_flags(every);
     let seccomp = seccomp_filters(false).is_ok();
-    if direct.is_ok() {
-        return Probe {
-            landlock_abi,
-            netns: true,
-            mountns: true,
-            pidns: true,
-            seccomp,
-            mode: NsMode::Privileged,
-            caps_droppable: true,
-            ..Probe::default()
-        };
-    }
-    let direct_errno = direct.err();
+    // Every namespace, made as `mode` says.
+    let every_layer = |mode, direct_errno| Probe {
+        landlock_abi,
+        netns: true,
+        mountns: true,
+        pidns: true,
+        seccomp,
+        mode,
+        direct_errno,
+        caps_droppable: true,
+        ..Probe::default()
+    };
+    let Err(direct_errno) = direct else {
+        return every_layer(NsMode::Privileged, None);
+    };
+    let direct_errno = Some(direct_errno);
     // Not privileged: the same namespaces inside a user namespace of the command's own.
     let (userns_errno, userns_step) = match try_flags(every | UnshareFlags::NEWUSER) {
-        Ok(()) => {
-            return Probe {
-                landlock_abi,
-                netns: true,
-                mountns: true,
-                pidns: true,
-                seccomp,
-                mode: NsMode::UserNamespace,
-                direct_errno,
-                caps_droppable: true,
-                ..Probe::default()
-            }
-        }
+        Ok(()) => return every_layer(NsMode::UserNamespace, direct_errno),
         // Whether a user namespace alone is refused, or only the others inside it.
         Err(e) => match try_flags(UnshareFlags::NEWUSER) {
             Ok(()) => (Some(e), Some("namespaces inside the user namespace")),

@@ -88,34 +88,6 @@ fn v2_ancestors(proc_cgroup: &str, mount: &std::path::Path) -> Vec<PathBuf> {
         .collect()
 }
 
-#[cfg(test)]
-mod delegation_tests {
-    use super::*;
-
-    /// A process in systemd's user slice looks for a pids-enabled parent from its own
-    /// cgroup's parent up, never its own cgroup and never above the mount.
-    #[test]
-    fn a_user_slice_process_tries_its_ancestors_nearest_first() {
-        let text = "0::/user.slice/user-1000.slice/user@1000.service/app.slice/term.scope\n";
-        let got = v2_ancestors(text, std::path::Path::new("/sys/fs/cgroup"));
-        let want: Vec<PathBuf> = [
-            "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice",
-            "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service",
-            "/sys/fs/cgroup/user.slice/user-1000.slice",
-            "/sys/fs/cgroup/user.slice",
-        ]
-        .iter()
-        .map(PathBuf::from)
-        .collect();
-        assert_eq!(got, want);
-        assert!(v2_ancestors("0::/\n", std::path::Path::new("/sys/fs/cgroup")).is_empty());
-        assert!(v2_ancestors("0::/a/../b\n", std::path::Path::new("/x")).is_empty());
-        assert!(v2_ancestors("1:pids:/\n", std::path::Path::new("/x")).is_empty());
-        assert!(gives_pids("cpu memory pids\n"));
-        assert!(!gives_pids("cpu memory\n"));
-    }
-}
-
 /// One command's pids cgroup.
 pub(in crate::exec::confine) struct Cgroup {
     dir: PathBuf,
@@ -190,5 +162,33 @@ impl Drop for Cgroup {
             self.kill_all();
         }
         tracing::warn!(cgroup = %self.dir.display(), "could not remove a pids cgroup");
+    }
+}
+
+#[cfg(test)]
+mod delegation_tests {
+    use super::*;
+
+    /// A process in systemd's user slice looks for a pids-enabled parent from its own
+    /// cgroup's parent up, never its own cgroup and never above the mount.
+    #[test]
+    fn a_user_slice_process_tries_its_ancestors_nearest_first() {
+        let text = "0::/user.slice/user-1000.slice/user@1000.service/app.slice/term.scope\n";
+        let got = v2_ancestors(text, std::path::Path::new("/sys/fs/cgroup"));
+        let want: Vec<PathBuf> = [
+            "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice",
+            "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service",
+            "/sys/fs/cgroup/user.slice/user-1000.slice",
+            "/sys/fs/cgroup/user.slice",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        assert_eq!(got, want);
+        assert!(v2_ancestors("0::/\n", std::path::Path::new("/sys/fs/cgroup")).is_empty());
+        assert!(v2_ancestors("0::/a/../b\n", std::path::Path::new("/x")).is_empty());
+        assert!(v2_ancestors("1:pids:/\n", std::path::Path::new("/x")).is_empty());
+        assert!(gives_pids("cpu memory pids\n"));
+        assert!(!gives_pids("cpu memory\n"));
     }
 }
