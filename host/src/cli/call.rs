@@ -67,9 +67,10 @@ pub(super) async fn call(session: &str, opts: GateOptions, args: CallArgs) -> Re
     }
     // A one-shot call needs nothing more once its audit is written: no teardown of the engine,
     // the runtime or the state database (whose closing checkpoint fsyncs three times; the audit
-    // writer's own checkpoints keep the WAL bounded). Shell calls keep the orderly exit, which
-    // ends the jobs they started.
-    if !matches!(tool.as_str(), "shell" | "job_output" | "job_kill") {
+    // writer's own checkpoints keep the WAL bounded). Shell and language-server calls keep the
+    // orderly exit, which ends the jobs and servers they started and removes their private
+    // directories.
+    if !matches!(tool.as_str(), "shell" | "job_output" | "job_kill") && !tool.starts_with("lsp_") {
         gate.state().flush_for_exit();
         drop(out);
         std::process::exit(i32::from(code));
