@@ -447,12 +447,11 @@ async fn a_command_too_large_for_the_spawner_still_has_a_process_limit() {
         "the limit was not enforced: {}",
         o.content
     );
-    // A small command afterwards goes through the spawner, under the shared limit. Without
-    // namespaces no spawner is used: every command is forked from the host, which computed
-    // its Landlock rules.
+    // A small command afterwards goes through the spawner, under the shared limit (without
+    // namespaces too: the spawner builds the Landlock rules the host computed).
     let o = sh(&g, "echo small").await;
     assert_eq!(o.status, Status::Ok, "{o:#?}");
-    assert_eq!(o.data["spawner"], !crate::modes::without_userns(), "{o:#?}");
+    assert_eq!(o.data["spawner"], true, "{o:#?}");
     assert_limit_of_20(&o);
 }
 
@@ -463,30 +462,16 @@ async fn a_command_too_large_for_the_spawner_still_has_a_process_limit() {
 async fn a_killed_spawner_is_replaced_and_never_hangs_a_call() {
     let ws = Ws::new();
     let g = gate(&ws, ASK, &["shell"], None).await;
+    // The files go in a subdirectory: without namespaces the workspace root takes none.
+    ws.mkdir("sub");
     let o = sh(&g, "echo one").await;
     assert_eq!(o.status, Status::Ok, "{o:#?}");
-    if crate::modes::without_userns() {
-        // Without namespaces there is no spawner to kill: every command is forked from the
-        // host (which computed its Landlock rules), and the calls complete all the same.
-        assert_eq!(o.content, "one\n", "{o:#?}");
-        assert_eq!(o.data["spawner"], false, "{o:#?}");
-        assert_eq!(g.exec_host().spawner.pid(), None);
-        ws.mkdir("sub");
-        let o = sh(&g, "echo two > sub/two.txt; echo again").await;
-        assert_eq!(o.status, Status::Ok, "{o:#?}");
-        assert!(o.content.contains("again"), "{o:#?}");
-        assert_eq!(o.data["spawner"], false, "{o:#?}");
-        assert_eq!(o.data["confinement"]["landlock"], true);
-        assert_eq!(g.exec_host().spawner.pid(), None, "a spawner was started");
-        assert_eq!(ws.read("sub/two.txt"), "two\n");
-        return;
-    }
     assert_eq!(o.data["spawner"], true, "{o:#?}");
     let first = g.exec_host().spawner.pid().expect("a spawner runs");
     // A command runs in the background while its spawner is killed.
     let o = sh_with(
         &g,
-        json!({"command": "sleep 2; echo late > late.txt", "run_in_background": true}),
+        json!({"command": "sleep 2; echo late > sub/late.txt", "run_in_background": true}),
     )
     .await;
     assert!(o.data["job_id"].is_string(), "{o:#?}");
@@ -505,19 +490,19 @@ async fn a_killed_spawner_is_replaced_and_never_hangs_a_call() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     // The next command gets a new spawner and the same confinement.
-    let o = sh(&g, "echo two > two.txt; echo again").await;
+    let o = sh(&g, "echo two > sub/two.txt; echo again").await;
     assert_eq!(o.status, Status::Ok, "{o:#?}");
-    assert!(o.content.contains("again"));
+    assert!(o.content.contains("again"), "{o:#?}");
     assert_eq!(o.data["spawner"], true, "{o:#?}");
     assert_eq!(o.data["confinement"]["landlock"], true);
     let second = g.exec_host().spawner.pid().expect("a new spawner runs");
     assert_ne!(first, second);
-    assert_eq!(ws.read("two.txt"), "two\n");
+    assert_eq!(ws.read("sub/two.txt"), "two\n");
     // The orphaned job's group was killed, not left to finish on its own.
     tokio::time::sleep(std::time::Duration::from_millis(2500).saturating_sub(started.elapsed()))
         .await;
     assert!(
-        !ws.path("late.txt").exists(),
+        !ws.path("sub/late.txt").exists(),
         "the orphaned job kept running"
     );
 }

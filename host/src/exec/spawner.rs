@@ -33,7 +33,7 @@ pub use request::Request;
 pub const ARG: &str = "__spawner";
 
 /// Bumped whenever [`Request`] or [`Reply`] change.
-const PROTOCOL: u32 = 4;
+const PROTOCOL: u32 = 5;
 
 /// Largest request the host sends; a larger one (a huge command or environment) is forked
 /// from the host instead.

@@ -31,10 +31,6 @@ pub(super) fn start_with_spawner(
     #[cfg(target_os = "linux")]
     {
         use crate::exec::spawner::StartError;
-        // Landlock-only rules are the host's: such a command is forked from the host.
-        if request.landlock_only.is_some() {
-            return Ok(None);
-        }
         let (out_r, out_w) = std::io::pipe().map_err(ExecError::io("creating the output pipe"))?;
         let (err_r, err_w) = std::io::pipe().map_err(ExecError::io("creating the output pipe"))?;
         let mut fds: Vec<rustix::fd::OwnedFd> = vec![out_w.into(), err_w.into()];

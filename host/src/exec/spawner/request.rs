@@ -38,10 +38,11 @@ pub struct Request {
     /// everything the spawner forks does): never started any other way. Host-side only.
     #[serde(skip)]
     pub shared_pids: bool,
-    /// Landlock-only mode: the Landlock rules for reads and writes (secrets never covered).
-    /// Such a command is forked from the host, which computed them. Host-side only.
+    /// Landlock-only mode: the Landlock rules for reads and writes (secrets never covered),
+    /// computed by the host; the spawner opens each rule's path and keeps it only while it
+    /// names the same inode.
     #[cfg(target_os = "linux")]
-    #[serde(skip)]
+    #[serde(default)]
     pub(crate) landlock_only: Option<crate::exec::confine::ReadRules>,
 }
 

@@ -146,7 +146,9 @@ pub struct ReadInputs<'a> {
 }
 
 /// What a rule lets the command do beneath its path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum Grant {
     /// Open (list) directories, nothing else: split directories, when asked.
     List,
@@ -170,7 +172,7 @@ impl Grant {
 }
 
 /// One rule: `grant` beneath `path`, which named the inode (`dev`, `ino`) when it was made.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Rule {
     /// An absolute path with no symlink in it.
     pub path: PathBuf,
@@ -181,12 +183,33 @@ pub struct Rule {
 }
 
 /// The rules of one command: the part kept between commands and the call's own directories.
-#[derive(Clone, Debug)]
+///
+/// Sent to the spawner as the list of rules (the spawner builds the ruleset, opening each path
+/// and checking its inode); the split directories' stamps stay with the host, which alone asks
+/// [`ReadRules::still_current`].
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(from = "Vec<Rule>", into = "Vec<Rule>")]
 pub struct ReadRules {
     shared: Arc<[Rule]>,
     own: Vec<Rule>,
     /// The split directories as they were listed for these rules.
     stamps: Arc<[Stamp]>,
+}
+
+impl From<Vec<Rule>> for ReadRules {
+    fn from(own: Vec<Rule>) -> ReadRules {
+        ReadRules {
+            shared: Arc::from([]),
+            own,
+            stamps: Arc::from([]),
+        }
+    }
+}
+
+impl From<ReadRules> for Vec<Rule> {
+    fn from(r: ReadRules) -> Vec<Rule> {
+        r.iter().cloned().collect()
+    }
 }
 
 impl ReadRules {
