@@ -62,6 +62,17 @@ fn doctor_names_every_layer_and_the_mode() {
         ["privileged", "user-namespace", "landlock-only"].contains(&mode),
         "{v}"
     );
+    // Run by the mode runner (tests/integration/unprivileged.rs), the mode is known.
+    let expected = match crate::modes::current() {
+        Some(crate::modes::Mode::Nobody | crate::modes::Mode::RootWithoutCaps) => {
+            Some("user-namespace")
+        }
+        Some(crate::modes::Mode::NobodyWithoutUserns) => Some("landlock-only"),
+        None => None,
+    };
+    if let Some(expected) = expected {
+        assert_eq!(mode, expected, "{v}");
+    }
     assert!(text.contains(&format!("mode     {mode}: ")), "{text}");
     let names: Vec<&str> = v["layers"]
         .as_array()
@@ -93,6 +104,12 @@ fn a_policy_requiring_confinement_exits_1_exactly_when_the_shell_is_refused() {
     let v = json(&out);
     assert_eq!(v["require_confinement"], Value::Bool(true), "{v}");
     let refuses = v["refuses_shell"].as_bool().unwrap();
+    // Without user namespaces no namespace can be had: a policy requiring them is refused.
+    if crate::modes::without_userns() {
+        assert!(refuses, "{v}");
+    } else if crate::modes::current().is_some() {
+        assert!(!refuses, "{v}");
+    }
     assert_eq!(refuses, !v["missing"].as_array().unwrap().is_empty(), "{v}");
     let code = if refuses { 1 } else { 0 };
     assert_eq!(out.status.code(), Some(code), "{v}");

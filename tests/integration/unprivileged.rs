@@ -45,6 +45,13 @@ macro_rules! in_modes {
     };
 }
 
+/// `toolgate doctor` tells the truth in each mode: the mode it names is the one commands get,
+/// and a policy requiring confinement is refused exactly where a layer is missing.
+mod doctor {
+    in_modes!(doctor::doctor_names_every_layer_and_the_mode);
+    in_modes!(doctor::a_policy_requiring_confinement_exits_1_exactly_when_the_shell_is_refused);
+}
+
 /// The runner itself: the check it runs before every test passes on its own, a failing test
 /// fails its wrapper with the child's output, and a name that matches no test fails too.
 mod runner {
