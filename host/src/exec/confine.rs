@@ -72,7 +72,8 @@ pub struct Confinement {
     #[serde(default)]
     pub mode: NsMode,
     /// Without a pids cgroup: `RLIMIT_NPROC` bounds the command's tasks, counted in its own
-    /// user namespace (so only the command's processes count).
+    /// user namespace (only the command's processes count), or, in landlock-only mode, over
+    /// every task of the user (the limit is then those running now plus the command's share).
     #[serde(default)]
     pub nproc_limit: Option<u32>,
 }
@@ -423,15 +424,7 @@ pub(crate) use linux::userns::Maps as UserMaps;
 
 /// The tasks of this user now (landlock-only mode's process limit starts from it).
 #[cfg(target_os = "linux")]
-pub(crate) struct UserTasks;
-
-#[cfg(target_os = "linux")]
-impl UserTasks {
-    /// Counted from `/proc`.
-    pub(crate) fn now() -> u32 {
-        linux::userns::user_tasks()
-    }
-}
+pub(crate) use linux::userns::user_tasks;
 
 #[cfg(target_os = "linux")]
 pub(crate) use linux::{read_rules, ReadInputs, ReadRules};

@@ -66,7 +66,7 @@ fn prepare_with(
         && !rustix::process::getuid().is_root()
     {
         confinement.nproc_limit =
-            Some(confine::UserTasks::now().saturating_add(host.config.max_processes));
+            Some(confine::user_tasks().saturating_add(host.config.max_processes));
     }
     confinement.read_only = read_only;
     confinement.egress = approved.net.is_some();
@@ -113,6 +113,9 @@ fn prepare_with(
         .unwrap_or_default();
     let resolved = clean_path_resolved(&path, &host.workspace);
     let dirs_on_path: Vec<PathBuf> = resolved.iter().map(|(p, _)| p.clone()).collect();
+    // Where each PATH entry really is (symlinks resolved): what the view binds, or what
+    // Landlock grants without one.
+    let path_dirs: Vec<PathBuf> = resolved.into_iter().map(|(_, c)| c).collect();
     let (program, arg0, args) = match &approved.plan {
         Plan::Argv(argv) => {
             let program =
@@ -146,7 +149,7 @@ fn prepare_with(
                 read_only,
                 plan: &plan,
                 home: home.as_deref(),
-                path_dirs: &resolved.into_iter().map(|(_, c)| c).collect::<Vec<_>>(),
+                path_dirs: &path_dirs,
                 extra_read: &host.config.read,
                 extra_write: &host.config.write,
             },
@@ -166,7 +169,7 @@ fn prepare_with(
     }
     #[cfg(target_os = "linux")]
     let landlock_only = if confinement.mode == confine::NsMode::LandlockOnly {
-        let (rules, hidden) = landlock_only_rules(host, &dirs, &env, &dirs_on_path, read_only)?;
+        let (rules, hidden) = landlock_only_rules(host, &dirs, &env, &path_dirs, read_only)?;
         // What Landlock hides here is what the view would mask.
         confinement.masks = hidden;
         Some(rules)
@@ -223,17 +226,13 @@ fn landlock_only_rules(
         .iter()
         .find(|(k, _)| k == "HOME")
         .map(|(_, v)| PathBuf::from(v));
-    let resolved: Vec<PathBuf> = path_dirs
-        .iter()
-        .filter_map(|p| p.canonicalize().ok())
-        .collect();
     confine::read_rules(&confine::ReadInputs {
         workspace: &host.workspace,
         plan: &plan,
         tmp: &dirs.tmp(),
         private_home: &dirs.path().join("home"),
         home: home.as_deref(),
-        path_dirs: &resolved,
+        path_dirs,
         extra_read: &host.config.read,
         extra_write: &host.config.write,
         read_only,

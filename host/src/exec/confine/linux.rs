@@ -145,20 +145,10 @@ pub(super) fn probe() -> Probe {
         direct_errno,
         userns_errno,
         userns_step,
-        caps_droppable: !rustix::process::geteuid().is_root() || has_effective_cap(8),
+        caps_droppable: !rustix::process::geteuid().is_root()
+            || rustix::thread::capabilities(None)
+                .is_ok_and(|c| c.effective.contains(rustix::thread::CapabilitySet::SETPCAP)),
     }
-}
-
-/// Whether capability `cap` is in this process's effective set (`/proc/self/status`).
-fn has_effective_cap(cap: u32) -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("CapEff:"))
-                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        })
-        .is_some_and(|bits| bits & (1 << cap) != 0)
 }
 
 /// Empty this process's capability bounding set for every command it will fork (the

@@ -38,12 +38,11 @@ pub(super) fn start_with_spawner(
             fds.push(p.procs_fd().map_err(ExecError::Confine)?);
         }
         if let Some(net) = net {
-            for ns in std::iter::once(&net.ns).chain(&net.user) {
-                fds.push(
-                    ns.try_clone()
-                        .map_err(ExecError::io("passing the network namespace"))?,
-                );
-            }
+            let ns = net
+                .namespaces()
+                .map_err(ExecError::io("passing the network namespace"))?;
+            fds.push(ns.net);
+            fds.extend(ns.user);
         }
         // When the spawner dies, the status of what it started is unknown (`None, None`):
         // the group is killed at once, since nobody can reap it or see it end any more.
