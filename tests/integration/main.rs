@@ -8,6 +8,7 @@ mod raw_stdio;
 // The confinement's attack tests as nobody, as root without CAP_SYS_ADMIN, and with user
 // namespaces refused (each re-runs one test in a child; see modes.rs).
 mod modes;
+#[macro_use]
 mod unprivileged;
 
 mod attacks;
@@ -91,3 +92,7 @@ mod plugin_kit;
 mod plugin_langs;
 mod plugin_oci;
 mod plugin_trace;
+
+// Issue #49: a hostile repository's own files and database, reflected credentials, a second
+// client with a token of its own (one file per attack class, see hostile/mod.rs).
+mod hostile;

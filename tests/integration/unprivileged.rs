@@ -17,10 +17,17 @@ macro_rules! in_modes {
         in_modes!($module::$test, prepare = crate::modes::nothing);
     };
     ($module:ident :: $test:ident, prepare = $prepare:path) => {
+        in_modes!(@wrap $test, stringify!($module), $prepare);
+    };
+    // A test in a nested module: `in_modes!(in hostile::egress, test_name)`.
+    (in $($module:ident)::+ , $test:ident) => {
+        in_modes!(@wrap $test, stringify!($($module)::+), crate::modes::nothing);
+    };
+    (@wrap $test:ident, $module:expr, $prepare:path) => {
         mod $test {
             use crate::modes::{run_prepared, Mode};
 
-            const TEST: &str = concat!(stringify!($module), "::", stringify!($test));
+            const TEST: &str = concat!($module, "::", stringify!($test));
 
             // A renamed test fails its wrappers: the child must pass exactly one test.
             fn run(mode: Mode) {

@@ -1,0 +1,1 @@
+//! Issue #49 attack tests: see hostile/mod.rs.
