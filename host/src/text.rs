@@ -1,6 +1,8 @@
 //! Cutting text to a budget, always visibly (what was left out is said in the text itself),
 //! and showing names and text from a guest, a model or a file as plain, unambiguous text.
 
+pub mod forms;
+
 /// Cut `content` to `max` bytes keeping the head and the tail, with a visible marker saying
 /// how much was left out and where the whole is. Returns `None` when it already fits.
 pub fn cut_head_tail(content: &str, max: usize, full_ref: &str) -> Option<String> {
