@@ -1,10 +1,12 @@
 //! The console's JSON API (`/api/...`): what the page reads and the few things it changes
-//! (an approval's answer, a revoked grant, an undo).
+//! (an approval's answer, a revoked grant, an undo), each scoped to its [`Caller`]: a client
+//! token's answer, revocation or undo that names another session's request, grant or call is
+//! answered exactly as one naming nothing, so it learns nothing of it.
 
 // A refusal is the response itself, built once on the cold path: its size does not matter.
 #![allow(clippy::result_large_err)]
 
-use super::{call_json, error, events, json, Body, SESSION};
+use super::{call_json, error, events, json, Body, Caller};
 use crate::gate::approval::{Answer, BoundRefusal};
 use crate::gate::Gate;
 use crate::history::{UndoError, UndoTarget};
@@ -22,29 +24,34 @@ const MAX_BODY: usize = 64 * 1024;
 /// Most calls listed at once.
 const MAX_CALLS: usize = 1000;
 
+/// How many of the newest calls are looked through for a client token's own.
+const MAX_SCAN: usize = 20_000;
+
 /// One API request.
-pub(super) async fn handle(gate: &Arc<Gate>, req: Request<Incoming>) -> Response<Body> {
+pub(super) async fn handle(
+    gate: &Arc<Gate>,
+    req: Request<Incoming>,
+    caller: Caller,
+) -> Response<Body> {
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
     let method = req.method().clone();
     let route = path.strip_prefix(super::API_PREFIX).unwrap_or("");
     match (method, route) {
         (Method::GET, "overview") => json(StatusCode::OK, &overview(gate)),
-        (Method::GET, "approvals") => {
-            json(StatusCode::OK, &json!({ "pending": gate.broker().queue() }))
-        }
-        (Method::GET, "events") => events::stream(gate.clone()),
+        (Method::GET, "approvals") => json(StatusCode::OK, &queue(gate, &caller)),
+        (Method::GET, "events") => events::stream(gate.clone(), caller),
         (Method::GET, "calls") => {
             let limit = param(&query, "limit")
                 .and_then(|l| l.parse::<usize>().ok())
                 .unwrap_or(200)
                 .clamp(1, MAX_CALLS);
-            blocking(gate, move |g| calls(g, limit)).await
+            blocking(gate, move |g| calls(g, limit, &caller)).await
         }
-        (Method::GET, "grants") => blocking(gate, grants).await,
+        (Method::GET, "grants") => blocking(gate, move |g| grants(g, &caller)).await,
         (Method::GET, "history") => {
             let path = param(&query, "path").filter(|p| !p.is_empty());
-            blocking(gate, move |g| history(g, path.as_deref())).await
+            blocking(gate, move |g| history(g, path.as_deref(), &caller)).await
         }
         (Method::POST, "approvals/answer" | "grants/revoke" | "undo") => {
             let body = match read_json(req).await {
@@ -52,9 +59,9 @@ pub(super) async fn handle(gate: &Arc<Gate>, req: Request<Incoming>) -> Response
                 Err(refusal) => return refusal,
             };
             match route {
-                "approvals/answer" => answer(gate, body),
-                "grants/revoke" => blocking(gate, move |g| revoke(g, body)).await,
-                _ => blocking(gate, move |g| undo(g, body)).await,
+                "approvals/answer" => answer(gate, body, &caller),
+                "grants/revoke" => blocking(gate, move |g| revoke(g, body, &caller)).await,
+                _ => blocking(gate, move |g| undo(g, body, &caller)).await,
             }
         }
         (_, "overview" | "approvals" | "events" | "calls" | "grants" | "history") => error(
@@ -152,25 +159,36 @@ fn overview(gate: &Gate) -> Value {
     })
 }
 
-fn calls(gate: &Gate, limit: usize) -> Response<Body> {
+/// The approval queue as `caller` may see it.
+pub(super) fn queue(gate: &Gate, caller: &Caller) -> Value {
+    let mut pending = gate.broker().queue();
+    pending.retain(|q| caller.sees(&q.request.session));
+    json!({ "pending": pending })
+}
+
+fn calls(gate: &Gate, limit: usize, caller: &Caller) -> Response<Body> {
     let db = gate.state();
+    // A client's own calls are found among the newest [`MAX_SCAN`].
+    let scan = if caller.is_person() { limit } else { MAX_SCAN };
     let listed = db.audit_max_id().and_then(|up_to| {
         let query = AuditQuery {
-            limit: Some(limit),
+            limit: Some(scan),
             ..AuditQuery::default()
         };
         db.audit_calls(&query, up_to)
     });
     match listed {
-        Ok(calls) => {
-            let calls: Vec<Value> = calls.iter().rev().map(call_json).collect();
+        Ok(mut calls) => {
+            calls.retain(|c| caller.sees(&c.session));
+            let skip = calls.len().saturating_sub(limit);
+            let calls: Vec<Value> = calls[skip..].iter().rev().map(call_json).collect();
             json(StatusCode::OK, &json!({ "calls": calls }))
         }
         Err(e) => failed("the audit", &e),
     }
 }
 
-fn grants(gate: &Gate) -> Response<Body> {
+fn grants(gate: &Gate, caller: &Caller) -> Response<Body> {
     let project = match gate.project_grants().list() {
         Ok(list) => list,
         Err(problem) => {
@@ -196,6 +214,7 @@ fn grants(gate: &Gate) -> Response<Body> {
         .collect();
     let session: Vec<Value> = session
         .into_iter()
+        .filter(|(session, _)| caller.sees(session))
         .map(|(session, key)| json!({ "session": session, "key": key }))
         .collect();
     json(
@@ -212,7 +231,7 @@ struct Revoke {
     session: Option<String>,
 }
 
-fn revoke(gate: &Gate, body: Value) -> Response<Body> {
+fn revoke(gate: &Gate, body: Value, caller: &Caller) -> Response<Body> {
     let r: Revoke = match fields(
         body,
         r#"{"scope": "project"|"session", "key": KEY, "session": S}"#,
@@ -221,6 +240,14 @@ fn revoke(gate: &Gate, body: Value) -> Response<Body> {
         Err(refusal) => return refusal,
     };
     let revoked = match (r.scope.as_str(), r.session) {
+        // The project's grants are the person's to change (a client sees them, as they
+        // decide its calls too).
+        ("project", None) if !caller.is_person() => Err(error(
+            StatusCode::FORBIDDEN,
+            "only the person's token may revoke a project grant (a client's token revokes its own sessions' grants)",
+        )),
+        // Another client's session: as if it held no such grant.
+        ("session", Some(session)) if !caller.sees(&session) => Ok(0),
         ("project", None) => gate.project_grants().revoke(&r.key).map_err(|p| {
             error(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -253,7 +280,7 @@ struct AnswerBody {
     answer: String,
 }
 
-fn answer(gate: &Gate, body: Value) -> Response<Body> {
+fn answer(gate: &Gate, body: Value, caller: &Caller) -> Response<Body> {
     let a: AnswerBody = match fields(
         body,
         r#"{"id": ID, "input_sha256": HASH, "answer": "once"|"session"|"session:N"|"project"|"deny"}"#,
@@ -270,7 +297,11 @@ fn answer(gate: &Gate, body: Value) -> Response<Body> {
             ),
         );
     };
-    match gate.broker().answer_bound(&a.id, &a.input_sha256, answer) {
+    let may = |r: &crate::gate::approval::ApprovalRequest| caller.sees(&r.session);
+    match gate
+        .broker()
+        .answer_bound_if(&a.id, &a.input_sha256, answer, may)
+    {
         Ok(()) => {
             tracing::info!(id = %a.id, answer = %answer.name(), "approval answered from the console");
             json(StatusCode::OK, &json!({ "answered": true }))
@@ -280,9 +311,19 @@ fn answer(gate: &Gate, body: Value) -> Response<Body> {
     }
 }
 
-fn history(gate: &Gate, path: Option<&str>) -> Response<Body> {
+fn history(gate: &Gate, path: Option<&str>, caller: &Caller) -> Response<Body> {
     match crate::history::list(gate.state(), gate.workspace(), path, None) {
-        Ok(files) => json(StatusCode::OK, &json!({ "files": files })),
+        Ok(mut files) => {
+            // A client sees the versions its own calls recorded, and the files they touched.
+            if !caller.is_person() {
+                for f in &mut files {
+                    f.versions
+                        .retain(|v| v.session.as_deref().is_some_and(|s| caller.sees(s)));
+                }
+                files.retain(|f| !f.versions.is_empty());
+            }
+            json(StatusCode::OK, &json!({ "files": files }))
+        }
         Err(crate::error::Error::Workspace { message, .. }) => {
             error(StatusCode::BAD_REQUEST, &message)
         }
@@ -298,13 +339,40 @@ struct UndoBody {
     force: bool,
 }
 
-fn undo(gate: &Gate, body: Value) -> Response<Body> {
+fn undo(gate: &Gate, body: Value, caller: &Caller) -> Response<Body> {
     let u: UndoBody = match fields(body, r#"{"call_id": ID, "force": false}"#) {
         Ok(u) => u,
         Err(refusal) => return refusal,
     };
+    if !caller.is_person() {
+        // A client undoes only its own calls: another's is answered as an unknown id.
+        let owned = match gate.state().audit_call(&u.call_id) {
+            Ok(call) => call.is_some_and(|c| caller.sees(&c.session)),
+            Err(e) => return failed("the audit", &e),
+        };
+        if !owned {
+            return json(
+                StatusCode::NOT_FOUND,
+                &json!({
+                    "error": format!(
+                        "no call `{}` of this token's sessions changed a file\nhint: GET /api/history lists the calls this token can undo",
+                        crate::text::escape_name(&u.call_id)
+                    ),
+                    "changed": [],
+                }),
+            );
+        }
+        // Forcing would overwrite what others (the person, another client) wrote since.
+        if u.force {
+            return error(
+                StatusCode::FORBIDDEN,
+                "only the person's token may force an undo over files changed since the call",
+            );
+        }
+    }
     let target = UndoTarget::Call(u.call_id);
-    match crate::history::undo(gate.state(), gate.workspace(), &target, u.force, SESSION) {
+    let session = caller.session();
+    match crate::history::undo(gate.state(), gate.workspace(), &target, u.force, &session) {
         Ok(report) => json(StatusCode::OK, &json!(report)),
         Err(e) => {
             let status = match &e {

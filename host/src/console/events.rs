@@ -6,11 +6,14 @@
 //! - `history` when a call that writes files (or an undo) completed: the page reloads it;
 //! - a `: keep-alive` comment every [`KEEP_ALIVE`].
 //!
+//! Every event is scoped to the [`Caller`] as the API is: a client token's stream shows its own
+//! sessions' approvals and calls only.
+//!
 //! While the stream is open the page counts as watching the approval queue
 //! ([`crate::gate::approval::Broker::watch`]); it stops counting when the client goes away and
 //! the body is dropped.
 
-use super::{call_json, Body};
+use super::{call_json, Body, Caller};
 use crate::gate::approval::Watching;
 use crate::gate::Gate;
 use crate::tools::Risk;
@@ -37,10 +40,10 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 const BATCH: usize = 200;
 
 /// The response that streams the feed for as long as the client reads it.
-pub(super) fn stream(gate: Arc<Gate>) -> Response<Body> {
+pub(super) fn stream(gate: Arc<Gate>, caller: Caller) -> Response<Body> {
     let (tx, rx) = mpsc::channel(64);
-    let watching = gate.broker().watch();
-    tokio::spawn(feed(gate, tx));
+    let watching = caller.watch(gate.broker());
+    tokio::spawn(feed(gate, tx, caller));
     let body = Stream {
         rx,
         _watching: watching,
@@ -85,11 +88,14 @@ fn frame(event: &str, data: &Value) -> Bytes {
 }
 
 /// Feed the stream until the client is gone.
-async fn feed(gate: Arc<Gate>, tx: mpsc::Sender<Bytes>) {
+async fn feed(gate: Arc<Gate>, tx: mpsc::Sender<Bytes>, caller: Caller) {
     let mut changes = gate.broker().subscribe();
     changes.mark_unchanged();
     let hello = frame("hello", &json!({ "at_ms": crate::state::now_ms() }));
-    if tx.send(hello).await.is_err() || !send_queue(&gate, &tx).await {
+    // The queue last sent: a change to others' requests alone sends nothing (a client's
+    // stream does not even learn that something changed).
+    let mut sent = Value::Null;
+    if tx.send(hello).await.is_err() || !send_queue(&gate, &tx, &caller, &mut sent).await {
         return;
     }
     let mut seen = {
@@ -107,12 +113,12 @@ async fn feed(gate: Arc<Gate>, tx: mpsc::Sender<Bytes>) {
     loop {
         tokio::select! {
             changed = changes.changed() => {
-                if changed.is_err() || !send_queue(&gate, &tx).await {
+                if changed.is_err() || !send_queue(&gate, &tx, &caller, &mut sent).await {
                     return;
                 }
             }
             _ = poll.tick() => {
-                let (frames, last) = completed_after(&gate, seen).await;
+                let (frames, last) = completed_after(&gate, seen, &caller).await;
                 seen = last;
                 for f in frames {
                     if tx.send(f).await.is_err() {
@@ -131,14 +137,33 @@ async fn feed(gate: Arc<Gate>, tx: mpsc::Sender<Bytes>) {
 }
 
 /// Send the approval queue; false when the client is gone.
-async fn send_queue(gate: &Gate, tx: &mpsc::Sender<Bytes>) -> bool {
-    let queue = json!({ "pending": gate.broker().queue() });
+async fn send_queue(
+    gate: &Gate,
+    tx: &mpsc::Sender<Bytes>,
+    caller: &Caller,
+    sent: &mut Value,
+) -> bool {
+    let queue = super::api::queue(gate, caller);
+    // `expires_in_secs` counts down: compared without it.
+    let mut bare = queue.clone();
+    if let Some(Value::Array(items)) = bare.get_mut("pending") {
+        for item in items {
+            if let Some(o) = item.as_object_mut() {
+                o.remove("expires_in_secs");
+            }
+        }
+    }
+    if bare == *sent {
+        return true;
+    }
+    *sent = bare;
     tx.send(frame("approvals", &queue)).await.is_ok()
 }
 
 /// The frames for calls completed after audit row `after`, and the last row seen.
-async fn completed_after(gate: &Arc<Gate>, after: i64) -> (Vec<Bytes>, i64) {
+async fn completed_after(gate: &Arc<Gate>, after: i64, caller: &Caller) -> (Vec<Bytes>, i64) {
     let gate = gate.clone();
+    let caller = caller.clone();
     tokio::task::spawn_blocking(move || {
         let db = gate.state();
         let done = match db.audit_completions_after(after, BATCH) {
@@ -155,6 +180,9 @@ async fn completed_after(gate: &Arc<Gate>, after: i64) -> (Vec<Bytes>, i64) {
             let Ok(Some(call)) = db.audit_call(&call_id) else {
                 continue;
             };
+            if !caller.sees(&call.session) {
+                continue;
+            }
             wrote |= call.tool == "undo"
                 || gate
                     .tools()

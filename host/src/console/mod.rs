@@ -16,6 +16,10 @@
 //!   the first answer from any surface wins, and a page's answer is taken only for the exact
 //!   input hash it was shown. While a page follows `/api/events`, a call from an MCP client
 //!   that cannot be asked (no elicitation) waits for the page instead of being refused.
+//! - **One token, one client** ([`Caller`]): a client token sees and answers only the sessions
+//!   it made (their names carry its owner tag, [`crate::gate::approval::session_owner`]):
+//!   approvals, calls, session grants, history and undo; the person's token (the console's
+//!   own, or a `person` line of the token file) sees all. `docs/console.md` lists the API.
 
 mod api;
 mod events;
@@ -47,9 +51,64 @@ impl Console {
         Console { gate }
     }
 
-    /// Answer an API request (the caller has checked Host, Origin and the token).
-    pub async fn api(&self, req: Request<hyper::body::Incoming>) -> Response<Body> {
-        api::handle(&self.gate, req).await
+    /// Answer an API request of `caller` (the server has checked Host, Origin and the token).
+    pub async fn api(&self, req: Request<hyper::body::Incoming>, caller: Caller) -> Response<Body> {
+        api::handle(&self.gate, req, caller).await
+    }
+}
+
+/// Who is calling the API, by the token it sent: the person (sees every session) or one
+/// client (sees the sessions whose names carry its owner tag).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    person: bool,
+    tag: String,
+}
+
+impl Caller {
+    /// The person's token: every session.
+    pub fn person(tag: &str) -> Self {
+        Caller {
+            person: true,
+            tag: tag.to_string(),
+        }
+    }
+
+    /// A client token with owner tag `tag`: its own sessions only.
+    pub fn client(tag: &str) -> Self {
+        Caller {
+            person: false,
+            tag: tag.to_string(),
+        }
+    }
+
+    /// Whether this is the person's token.
+    pub fn is_person(&self) -> bool {
+        self.person
+    }
+
+    /// Whether the caller may see and act on `session`.
+    pub fn sees(&self, session: &str) -> bool {
+        self.person || crate::gate::approval::session_owner(session) == Some(self.tag.as_str())
+    }
+
+    /// The session the caller's undos are audited under (a client's carries its tag, so its
+    /// undos are among its own calls).
+    fn session(&self) -> String {
+        if self.person {
+            SESSION.to_string()
+        } else {
+            format!("{SESSION}-{}-undo", self.tag)
+        }
+    }
+
+    /// A console watching the queue as this caller.
+    fn watch(&self, broker: &crate::gate::approval::Broker) -> crate::gate::approval::Watching {
+        if self.person {
+            broker.watch()
+        } else {
+            broker.watch_owner(&self.tag)
+        }
     }
 }
 

@@ -227,7 +227,12 @@ pub struct Broker {
     pending: Mutex<HashMap<String, Pending>>,
     sessions: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     changes: tokio::sync::watch::Sender<u64>,
+    /// Every console watching.
     watchers: Arc<AtomicUsize>,
+    /// Consoles that see every session (the person's).
+    persons: Arc<AtomicUsize>,
+    /// Consoles that see one owner's sessions, by owner tag ([`session_owner`]).
+    owners: Arc<Mutex<HashMap<String, usize>>>,
 }
 
 impl Default for Broker {
@@ -237,18 +242,60 @@ impl Default for Broker {
             sessions: Mutex::default(),
             changes: tokio::sync::watch::Sender::new(0),
             watchers: Arc::default(),
+            persons: Arc::default(),
+            owners: Arc::default(),
         }
     }
 }
 
 /// A console watching the queue; it stops counting when dropped.
-pub struct Watching(Arc<AtomicUsize>);
+pub struct Watching {
+    all: Arc<AtomicUsize>,
+    scope: WatchScope,
+}
+
+enum WatchScope {
+    Person(Arc<AtomicUsize>),
+    Owner(Arc<Mutex<HashMap<String, usize>>>, String),
+}
 
 impl Drop for Watching {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        self.all.fetch_sub(1, Ordering::SeqCst);
+        match &self.scope {
+            WatchScope::Person(n) => {
+                n.fetch_sub(1, Ordering::SeqCst);
+            }
+            WatchScope::Owner(map, tag) => {
+                let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(n) = map.get_mut(tag) {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        map.remove(tag);
+                    }
+                }
+            }
+        }
     }
 }
+
+/// The owner tag in a session's name, when a server gave it one: `mcp-TAG-…` (an HTTP MCP
+/// session), `conv-TAG-…` (a 2026-07-28 conversation) or `console-TAG-…` (a client's console),
+/// TAG being [`OWNER_TAG_CHARS`] lowercase hex digits derived from the token that made it.
+/// Sessions without one (stdio, `toolgate call`, the person's console) belong to no client
+/// token: only the person's token sees them.
+pub fn session_owner(session: &str) -> Option<&str> {
+    let mut parts = session.splitn(3, '-');
+    let (prefix, tag, rest) = (parts.next()?, parts.next()?, parts.next()?);
+    let tagged = matches!(prefix, "mcp" | "conv" | "console")
+        && tag.len() == OWNER_TAG_CHARS
+        && tag.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        && !rest.is_empty();
+    tagged.then_some(tag)
+}
+
+/// Hex digits in an owner tag (see [`session_owner`]).
+pub const OWNER_TAG_CHARS: usize = 16;
 
 impl Broker {
     /// Answer request `id`. Returns false (a no-op) when it was already answered, withdrawn or
@@ -272,9 +319,22 @@ impl Broker {
         input_sha256: &str,
         answer: Answer,
     ) -> Result<(), BoundRefusal> {
+        self.answer_bound_if(id, input_sha256, answer, |_| true)
+    }
+
+    /// [`Broker::answer_bound`] for a surface that may answer only some sessions' requests:
+    /// a request `may` refuses is treated as one that does not exist (the same
+    /// [`BoundRefusal::Gone`]), so the answer tells nothing about it.
+    pub fn answer_bound_if(
+        &self,
+        id: &str,
+        input_sha256: &str,
+        answer: Answer,
+        may: impl Fn(&ApprovalRequest) -> bool,
+    ) -> Result<(), BoundRefusal> {
         let pending = {
             let mut map = self.lock_pending();
-            let Some(p) = map.get(id) else {
+            let Some(p) = map.get(id).filter(|p| may(&p.request)) else {
                 return Err(BoundRefusal::Gone(id.to_string()));
             };
             if p.request.input_sha256 != input_sha256 {
@@ -344,16 +404,50 @@ impl Broker {
         self.changes.subscribe()
     }
 
-    /// Count a console as watching until the guard is dropped.
+    /// Count a console that sees every session (the person's) as watching until the guard is
+    /// dropped.
     pub fn watch(&self) -> Watching {
         self.watchers.fetch_add(1, Ordering::SeqCst);
-        Watching(self.watchers.clone())
+        self.persons.fetch_add(1, Ordering::SeqCst);
+        Watching {
+            all: self.watchers.clone(),
+            scope: WatchScope::Person(self.persons.clone()),
+        }
     }
 
-    /// Whether a console is watching the queue (and can answer a request no other surface
-    /// shows).
+    /// Count a console that sees only the sessions tagged `owner` (a client token's) as
+    /// watching until the guard is dropped.
+    pub fn watch_owner(&self, owner: &str) -> Watching {
+        self.watchers.fetch_add(1, Ordering::SeqCst);
+        *self
+            .owners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(owner.to_string())
+            .or_default() += 1;
+        Watching {
+            all: self.watchers.clone(),
+            scope: WatchScope::Owner(self.owners.clone(), owner.to_string()),
+        }
+    }
+
+    /// Whether any console is watching the queue.
     pub fn watched(&self) -> bool {
         self.watchers.load(Ordering::SeqCst) > 0
+    }
+
+    /// Whether a console that can see (and answer) `session`'s requests is watching: the
+    /// person's, or one of the token that made the session.
+    pub fn watched_for(&self, session: &str) -> bool {
+        if self.persons.load(Ordering::SeqCst) > 0 {
+            return true;
+        }
+        session_owner(session).is_some_and(|tag| {
+            self.owners
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains_key(tag)
+        })
     }
 
     /// Ask through `surface` (and any other surface that calls [`Broker::answer`]), one request

@@ -341,3 +341,39 @@ async fn a_scope_answer_is_taken_only_when_offered() {
     assert!(broker.withdraw("r2"));
     assert_eq!(task.await.unwrap(), Asked::Withdrawn);
 }
+
+#[test]
+fn a_sessions_owner_is_the_tag_a_server_put_in_its_name() {
+    let tag = "0123456789abcdef";
+    assert_eq!(session_owner(&format!("mcp-{tag}-00ff")), Some(tag));
+    assert_eq!(session_owner(&format!("conv-{tag}-1234")), Some(tag));
+    assert_eq!(session_owner(&format!("console-{tag}-undo")), Some(tag));
+    // Untagged names belong to no client token.
+    for s in [
+        "mcp-0123456789abcdef",
+        "console",
+        "cli-1",
+        &format!("call-{tag}-x"),
+        &format!("mcp-{}-x", "0123456789ABCDEF"),
+        &format!("mcp-{tag}0-x"),
+        &format!("mcp-{tag}-"),
+    ] {
+        assert_eq!(session_owner(s), None, "{s}");
+    }
+}
+
+#[test]
+fn a_client_console_watches_only_its_own_sessions() {
+    let broker = Broker::default();
+    let (mine, theirs) = ("a".repeat(16), "b".repeat(16));
+    let (s_mine, s_theirs) = (format!("mcp-{mine}-1"), format!("mcp-{theirs}-1"));
+    assert!(!broker.watched_for(&s_mine));
+    let w = broker.watch_owner(&mine);
+    assert!(broker.watched() && broker.watched_for(&s_mine));
+    assert!(!broker.watched_for(&s_theirs) && !broker.watched_for("cli-1"));
+    let p = broker.watch();
+    assert!(broker.watched_for(&s_theirs) && broker.watched_for("cli-1"));
+    drop(p);
+    drop(w);
+    assert!(!broker.watched() && !broker.watched_for(&s_mine));
+}

@@ -36,7 +36,8 @@ impl Gate {
         let name = info.name.as_str();
         let key_text = key.to_string();
         // No surface of the call's own: a console watching the queue can still answer.
-        if approver.is_none() && !self.broker.watched() {
+        // (Only a console that can see this session counts: another client's cannot answer.)
+        if approver.is_none() && !self.broker.watched_for(session) {
             return Err(headless(self.surface, info, &key_text, forced, call_id));
         }
         let choices = choices(info, forced);

@@ -10,15 +10,23 @@
 //!   ([`HttpOptions::token_file`]; by default `$XDG_STATE_HOME/toolgate/http-token`, 32 random
 //!   bytes in hex, created on first use with mode 0600). A file may hold several tokens, one a
 //!   line; each client can get its own. Anything else is answered 401 before MCP sees it; the
-//!   comparison takes the same time whatever the presented token is.
+//!   comparison takes the same time whatever the presented token is. A token sees only the
+//!   sessions it made (their names carry its owner tag), in MCP and in the console; a
+//!   `person TOKEN` line, or the console's own token, sees all ([`super::token`]).
 //! - Each MCP session (`Mcp-Session-Id`) is one [`super::McpConnection`], so one toolgate
 //!   session. The id a client sees is 128 random bits from the OS, bound to the token (the
 //!   line of the token file) that created it: the same id with another token is answered 404,
 //!   exactly as an unknown id, so a token holder learns nothing about other tokens' sessions.
-//! - A client has [`HttpOptions::header_timeout`] (10 s) to send a request's headers, then the
-//!   connection is closed; at most [`HttpOptions::max_connections`] (64) are open at once, and a
-//!   connection over that is answered 503 with `Retry-After` and closed (it does not queue: a
-//!   local process holding connections open cannot make the server wait for it).
+//! - A new connection is pre-auth until a request on it carries a valid token (`admit`): it
+//!   has [`HttpOptions::preauth_timeout`] (3 s) to send its first request head, and pre-auth
+//!   connections have bounds of their own ([`HttpOptions::max_preauth`] in all,
+//!   [`HttpOptions::max_preauth_per_peer`] from one address), over which the oldest idle one
+//!   is closed to make room: sockets opened and left idle cannot starve authenticated
+//!   clients. A connection without a valid token is answered once and closed.
+//! - An authenticated connection has [`HttpOptions::header_timeout`] (10 s) to send each
+//!   further request's headers, then it is closed; at most [`HttpOptions::max_connections`]
+//!   (64) are open at once, and one over that is answered 503 with `Retry-After` and closed
+//!   (it does not queue: a process holding connections open cannot make the server wait).
 //! - At most [`HttpOptions::max_sessions`] (256) sessions live at once; an `initialize` over
 //!   that is answered 503 (none is evicted). A session idle for [`HttpOptions::session_idle`]
 //!   (30 min) with no request in flight is closed, and its id then gets 404.
@@ -40,6 +48,7 @@
 //!   [`super::mrtr::STATE_KEY_FILE_ENV`] key file).
 //! - A session ended with `DELETE` is answered 204 No Content.
 
+mod admit;
 mod allowlist;
 mod fast;
 mod quiet;
@@ -83,6 +92,16 @@ pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// for a few local clients, not a crowd.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
 
+/// How long a new connection may take to send its first request head by default (a client
+/// sends it at once; an idle socket is closed after this).
+pub const DEFAULT_PREAUTH_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Most connections without a valid token yet, by default; over that the oldest is closed.
+pub const DEFAULT_MAX_PREAUTH: usize = 128;
+
+/// Most connections without a valid token yet from one address, by default.
+pub const DEFAULT_MAX_PREAUTH_PER_PEER: usize = 32;
+
 /// Most live sessions by default: each costs a task, channels and a toolgate session (tens of
 /// KiB), and the server is for a few local clients.
 pub const DEFAULT_MAX_SESSIONS: usize = 256;
@@ -123,8 +142,16 @@ pub struct HttpOptions {
     pub token_file: Option<PathBuf>,
     /// How long a client may take to send a request's headers.
     pub header_timeout: Duration,
-    /// Most connections open at once; more are answered 503.
+    /// Most authenticated connections open at once; more are answered 503.
     pub max_connections: usize,
+    /// How long a new connection may take to send its first request head (at most
+    /// `header_timeout`).
+    pub preauth_timeout: Duration,
+    /// Most connections without a valid token yet; over that the oldest is closed.
+    pub max_preauth: usize,
+    /// Most connections without a valid token yet from one address; over that its oldest is
+    /// closed.
+    pub max_preauth_per_peer: usize,
     /// Most live MCP sessions at once; an `initialize` over that is answered 503 (no session
     /// is evicted for it). The policy's `[http] max_sessions` sets it for `toolgate serve`.
     pub max_sessions: usize,
@@ -144,6 +171,9 @@ impl HttpOptions {
             token_file: None,
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            preauth_timeout: DEFAULT_PREAUTH_TIMEOUT,
+            max_preauth: DEFAULT_MAX_PREAUTH,
+            max_preauth_per_peer: DEFAULT_MAX_PREAUTH_PER_PEER,
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle: DEFAULT_SESSION_IDLE,
         }
@@ -212,7 +242,7 @@ pub async fn serve_http(
         None => (default_token_file(&UserDirs::from_env()), true),
     };
     let (tokens, created) = Tokens::load_or_create(&token_file, private_dir)?;
-    let tokens = Arc::new(tokens);
+    let tokens = Arc::new(tokens.with_console_token()?);
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .with_context(|| format!("cannot listen on {}", options.addr))?;
@@ -249,9 +279,19 @@ pub async fn serve_http(
     let console = crate::console::Console::new(gate.clone());
     let forms = Arc::new(super::render::ToolForms::default());
     // One maker of connections, for rmcp's factory and for the calls run beside rmcp.
+    // A session is named for the token of the request that made it (rmcp calls the factory
+    // inside that request's task, where `request::OWNER` is set).
     let connect: Arc<request::Connect> = {
         let gate = gate.clone();
-        Arc::new(move || McpConnection::with_forms(gate.clone(), state_key.clone(), forms.clone()))
+        Arc::new(move || {
+            let owner = request::OWNER.try_with(Clone::clone).ok().flatten();
+            McpConnection::owned(
+                gate.clone(),
+                state_key.clone(),
+                forms.clone(),
+                owner.as_deref(),
+            )
+        })
     };
     let factory = connect.clone();
     let service = StreamableHttpService::new(
@@ -284,12 +324,14 @@ pub async fn serve_http(
         });
     }
     let connections = Arc::new(Semaphore::new(options.max_connections.max(1)));
+    let admission = admit::Admission::new(options.max_preauth, options.max_preauth_per_peer);
+    let preauth_deadline = options.preauth_timeout.min(options.header_timeout);
     let overflow = Arc::new(Semaphore::new(OVERFLOW_RESPONDERS));
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(options.header_timeout);
-    let console_url = format!("http://{local}/#token={}", tokens.first());
+    let console_url = format!("http://{local}/#token={}", tokens.console());
     let served = Arc::new(Served {
         service,
         console,
@@ -308,7 +350,7 @@ pub async fn serve_http(
         console: console_url,
         token_file,
         created,
-        tokens: tokens.len(),
+        tokens: tokens.in_file(),
     });
 
     loop {
@@ -327,37 +369,55 @@ pub async fn serve_http(
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "setting TCP_NODELAY failed");
         }
-        let Ok(permit) = connections.clone().try_acquire_owned() else {
-            let Ok(permit) = overflow.clone().try_acquire_owned() else {
-                tracing::warn!(%peer, "too many connections; closed one unanswered");
-                continue;
+        let mut place = admission.admit(peer.ip());
+        let (served, connections, overflow) =
+            (served.clone(), connections.clone(), overflow.clone());
+        let quiet = served.clone();
+        let mut builder = builder.clone();
+        let max = options.max_connections;
+        let conn = async move {
+            let mut stream = stream;
+            let tokens = served.tokens.clone();
+            let (head, token) =
+                match admit::read_head(&mut stream, &mut place, preauth_deadline, &tokens).await {
+                    admit::Head::Read(head, token) => (head, token),
+                    admit::Head::Gone => return,
+                };
+            let io = TokioIo::new(admit::Rewind::new(head, stream));
+            let handler = {
+                let served = served.clone();
+                hyper::service::service_fn(move |req: Request<Incoming>| {
+                    let served = served.clone();
+                    async move { Ok::<_, Infallible>(handle(req, &served).await) }
+                })
             };
-            tracing::warn!(%peer, max = options.max_connections, "too many connections; answering 503");
-            let mut builder = builder.clone();
-            builder.keep_alive(false);
-            tokio::spawn(async move {
-                let handler = hyper::service::service_fn(|_req: Request<Incoming>| async {
+            if token.is_none() {
+                // No valid token: this one request is answered (the page, a 401, a 403), and
+                // the connection keeps its pre-auth place until it is closed.
+                builder.keep_alive(false);
+                let serving = builder.serve_connection(io, handler);
+                tokio::select! {
+                    _ = serving => {}
+                    _ = &mut place.displaced => {}
+                }
+                return;
+            }
+            drop(place);
+            let Ok(permit) = connections.try_acquire_owned() else {
+                let Ok(permit) = overflow.try_acquire_owned() else {
+                    tracing::warn!(%peer, "too many connections; closed one unanswered");
+                    return;
+                };
+                tracing::warn!(%peer, max, "too many connections; answering 503");
+                builder.keep_alive(false);
+                let busy = hyper::service::service_fn(|_req: Request<Incoming>| async {
                     Ok::<_, Infallible>(busy_response())
                 });
-                let _ = builder
-                    .serve_connection(TokioIo::new(stream), handler)
-                    .await;
+                let _ = builder.serve_connection(io, busy).await;
                 drop(permit);
-            });
-            continue;
-        };
-        let served = served.clone();
-        let quiet = served.clone();
-        let builder = builder.clone();
-        let conn = async move {
-            let handler = hyper::service::service_fn(move |req: Request<Incoming>| {
-                let served = served.clone();
-                async move { Ok::<_, Infallible>(handle(req, &served).await) }
-            });
-            if let Err(e) = builder
-                .serve_connection(TokioIo::new(stream), handler)
-                .await
-            {
+                return;
+            };
+            if let Err(e) = builder.serve_connection(io, handler).await {
                 tracing::debug!(error = %e, "HTTP connection ended with an error");
             }
             drop(permit);
@@ -370,6 +430,9 @@ pub async fn serve_http(
 /// The toolgate session of the conversation `named` by the holder of the token with
 /// `digest`: the same name with another token is another conversation, and the session name
 /// reveals neither.
+///
+/// The name carries the token's owner tag (`conv-TAG-…`), so the console shows the
+/// conversation to that token and the person's only.
 pub fn conversation_session(digest: &[u8; 32], named: &str) -> String {
     let h = Sha256::new()
         .chain_update(b"toolgate conversation v1\0")
@@ -377,5 +440,9 @@ pub fn conversation_session(digest: &[u8; 32], named: &str) -> String {
         .chain_update(b"\0")
         .chain_update(named.as_bytes())
         .finalize();
-    format!("conv-{}", &hex::encode(h)[..32])
+    format!(
+        "conv-{}-{}",
+        super::token::owner_tag(digest),
+        &hex::encode(h)[..32]
+    )
 }

@@ -177,10 +177,26 @@ impl McpConnection {
         key: Arc<StateKey>,
         forms: Arc<render::ToolForms>,
     ) -> Self {
+        Self::owned(gate, key, forms, None)
+    }
+
+    /// [`Self::with_forms`], for the client whose token has owner tag `owner` (over HTTP): the
+    /// session's name carries the tag (`mcp-TAG-…`), so the console shows the session to that
+    /// token and the person's only ([`crate::gate::approval::session_owner`]).
+    pub(crate) fn owned(
+        gate: Arc<Gate>,
+        key: Arc<StateKey>,
+        forms: Arc<render::ToolForms>,
+        owner: Option<&str>,
+    ) -> Self {
+        let session = match owner {
+            Some(tag) => crate::gate::unique_id(&format!("mcp-{tag}")),
+            None => new_session_name(),
+        };
         McpConnection {
             inner: Arc::new(Inner {
                 gate,
-                session: new_session_name(),
+                session,
                 listed: Mutex::new(None),
                 watcher: Mutex::new(None),
                 state_key: key,

@@ -1,5 +1,11 @@
 //! The bearer tokens of `toolgate serve --http`: a private file of one token a line, kept in
 //! memory as SHA-256 digests and compared in constant time.
+//!
+//! Each token is one client: it sees and answers only the sessions it made (their names carry
+//! its [`owner_tag`]). A line `person TOKEN` marks the person's own token, which sees every
+//! session; the console's address carries the first such token, or, when the file has none,
+//! a token the server makes for itself at start (in memory only, never in the file), so that
+//! no client's token is the person's unless the file says so.
 
 use super::private_file::read_private_file;
 use crate::userdirs::UserDirs;
@@ -29,8 +35,28 @@ pub fn default_token_file(dirs: &UserDirs) -> PathBuf {
 /// whatever was presented (its length included).
 pub struct Tokens {
     digests: Vec<[u8; 32]>,
-    /// The first token, for the console's address.
-    first: String,
+    /// Whether token `i` is the person's (sees every session).
+    persons: Vec<bool>,
+    /// The owner tag of token `i` (see [`owner_tag`]).
+    tags: Vec<String>,
+    /// How many tokens came from the file (the console's own comes after them).
+    from_file: usize,
+    /// The token the console's address carries: the file's first `person` token, else the
+    /// server's own (see [`Tokens::with_console_token`]); the file's first token until then.
+    console: String,
+}
+
+pub use crate::gate::approval::OWNER_TAG_CHARS;
+
+/// The tag that marks the sessions a token made (`mcp-TAG-…`, `conv-TAG-…`): 64 bits of a
+/// hash of the token's digest, so it tells nothing of the token, and is the same for a token
+/// in every server process given the same file.
+pub fn owner_tag(digest: &[u8; 32]) -> String {
+    let h = Sha256::new()
+        .chain_update(b"toolgate owner tag v1\0")
+        .chain_update(digest)
+        .finalize();
+    hex::encode(h)[..OWNER_TAG_CHARS].to_string()
 }
 
 impl std::fmt::Debug for Tokens {
@@ -68,15 +94,32 @@ impl Tokens {
         Ok((tokens, created))
     }
 
-    /// Tokens from a token file's text: one a line, blank lines and `#` comments skipped.
+    /// Tokens from a token file's text: one a line, blank lines and `#` comments skipped. A
+    /// line is a token (a client's), or `person TOKEN` (the person's own: it sees every
+    /// session), or `client TOKEN` (the same as the token alone).
     pub fn parse(text: &str) -> anyhow::Result<Tokens> {
-        let mut digests = Vec::new();
-        let mut first = None;
+        let mut tokens = Tokens {
+            digests: Vec::new(),
+            persons: Vec::new(),
+            tags: Vec::new(),
+            from_file: 0,
+            console: String::new(),
+        };
         for (n, line) in text.lines().enumerate() {
-            let token = line.trim();
-            if token.is_empty() || token.starts_with('#') {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
                 continue;
             }
+            // The label is never echoed: a line with a space may be a mangled token.
+            let (person, token) = match line.split_once(|c: char| c.is_ascii_whitespace()) {
+                None => (false, line),
+                Some(("person", rest)) => (true, rest.trim()),
+                Some(("client", rest)) => (false, rest.trim()),
+                Some(_) => bail!(
+                    "line {}: a line is a token, `person TOKEN` (the person's own token, which sees every client's sessions) or `client TOKEN`; a token has no spaces",
+                    n + 1
+                ),
+            };
             if !(MIN_TOKEN_CHARS..=MAX_TOKEN_CHARS).contains(&token.len())
                 || !token.bytes().all(|b| b.is_ascii_graphic())
             {
@@ -85,26 +128,62 @@ impl Tokens {
                     n + 1
                 );
             }
-            digests.push(Sha256::digest(token.as_bytes()).into());
-            first.get_or_insert_with(|| token.to_string());
+            let first_person = person && !tokens.persons.contains(&true);
+            if tokens.digests.is_empty() || first_person {
+                tokens.console = token.to_string();
+            }
+            tokens.push(Sha256::digest(token.as_bytes()).into(), person);
         }
-        if digests.is_empty() {
+        if tokens.digests.is_empty() {
             bail!("write one token a line (e.g. `openssl rand -hex 32`), or delete the file to have a new one made");
         }
-        Ok(Tokens {
-            digests,
-            first: first.unwrap_or_default(),
-        })
+        tokens.from_file = tokens.digests.len();
+        Ok(tokens)
     }
 
-    /// The first token of the file (what the console's address carries).
-    pub fn first(&self) -> &str {
-        &self.first
+    fn push(&mut self, digest: [u8; 32], person: bool) {
+        self.tags.push(owner_tag(&digest));
+        self.digests.push(digest);
+        self.persons.push(person);
     }
 
-    /// How many tokens there are.
+    /// The tokens with the console's own: when the file marks no token as the person's, a
+    /// fresh random token (kept in memory for this process only) is added as the person's, and
+    /// the console's address carries it; otherwise the file's first `person` token.
+    pub fn with_console_token(mut self) -> anyhow::Result<Tokens> {
+        if self.persons.contains(&true) {
+            return Ok(self);
+        }
+        let token =
+            hex::encode(os_random::<TOKEN_BYTES>().context("cannot get random bytes from the OS")?);
+        self.push(Sha256::digest(token.as_bytes()).into(), true);
+        self.console = token;
+        Ok(self)
+    }
+
+    /// The token the console's address carries (the person's).
+    pub fn console(&self) -> &str {
+        &self.console
+    }
+
+    /// How many tokens there are (the console's own included, once added).
     pub fn len(&self) -> usize {
         self.digests.len()
+    }
+
+    /// How many tokens the file holds.
+    pub fn in_file(&self) -> usize {
+        self.from_file
+    }
+
+    /// Whether token `i` is the person's: it sees and answers every session.
+    pub fn is_person(&self, i: usize) -> bool {
+        self.persons.get(i).copied().unwrap_or(false)
+    }
+
+    /// The owner tag of token `i` (see [`owner_tag`]).
+    pub fn tag(&self, i: usize) -> Option<&str> {
+        self.tags.get(i).map(String::as_str)
     }
 
     /// Whether there are none (never, for a loaded file).

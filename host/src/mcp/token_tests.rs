@@ -63,3 +63,36 @@ fn loose_or_linked_token_files_are_refused() {
     assert!(e.contains("symlink"), "{e}");
     assert!(!real.join(TOKEN_FILE_NAME).exists());
 }
+
+#[test]
+fn person_lines_mark_the_persons_token_and_old_files_read_the_same() {
+    let (a, b, p) = ("a".repeat(64), "b".repeat(64), "p".repeat(64));
+    // Today's file: every token a client's; the console gets a token of its own.
+    let t = Tokens::parse(&format!("{a}\n{b}\n")).unwrap();
+    assert_eq!((t.len(), t.in_file()), (2, 2));
+    assert!(!t.is_person(0) && !t.is_person(1));
+    let t = t.with_console_token().unwrap();
+    assert_eq!((t.len(), t.in_file()), (3, 2));
+    let console = t.console().to_string();
+    assert!(console != a && console != b && console.len() == 64);
+    assert_eq!(t.identify(&console), Some(2));
+    assert!(t.is_person(2));
+    // A `person` line: that token is the person's and the console's; no token is made.
+    let t = Tokens::parse(&format!("client {a}\n# me\nperson   {p}\n{b}\n"))
+        .unwrap()
+        .with_console_token()
+        .unwrap();
+    assert_eq!(t.len(), 3);
+    assert_eq!(t.console(), p);
+    assert_eq!(t.identify(&a), Some(0));
+    assert_eq!(t.identify(&p), Some(1));
+    assert!(!t.is_person(0) && t.is_person(1) && !t.is_person(2));
+    // Each token has its own tag; the tag is not the token's digest.
+    assert_ne!(t.tag(0), t.tag(2));
+    assert_eq!(t.tag(0).unwrap().len(), OWNER_TAG_CHARS);
+    assert!(!hex::encode(t.digest(0).unwrap()).contains(t.tag(0).unwrap()));
+    // An unknown label is refused without echoing the line.
+    let e = format!("{:#}", Tokens::parse(&format!("admin {a}\n")).unwrap_err());
+    assert!(e.contains("person TOKEN") && !e.contains(&a), "{e}");
+    assert!(Tokens::parse("person short\n").is_err());
+}

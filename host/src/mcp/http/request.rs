@@ -24,6 +24,9 @@ tokio::task_local! {
     /// Where rmcp's call of the connection factory, inside a request's task, leaves the
     /// connection it made (for a new session).
     pub(super) static MADE: Arc<std::sync::Mutex<Option<crate::mcp::WeakConnection>>>;
+    /// The owner tag of the token of the request in whose task rmcp makes a connection: the
+    /// new session is named for it.
+    pub(super) static OWNER: Option<String>;
 }
 
 /// The largest request body read (rmcp's own limit).
@@ -78,8 +81,14 @@ pub(super) async fn handle(req: Request<Incoming>, served: &Served) -> Response<
         Ok(t) => t,
         Err(message) => return unauthorized(message),
     };
+    let tag = tokens.tag(token).unwrap_or_default().to_string();
     if crate::console::is_api(req.uri().path()) {
-        return console.api(req).await;
+        let caller = if tokens.is_person(token) {
+            crate::console::Caller::person(&tag)
+        } else {
+            crate::console::Caller::client(&tag)
+        };
+        return console.api(req, caller).await;
     }
     if req.uri().path() != MCP_PATH {
         return text_response(
@@ -265,7 +274,8 @@ pub(super) async fn handle(req: Request<Incoming>, served: &Served) -> Response<
     use tower_service::Service as _;
     // The connection rmcp makes for a new session, to find it by the session later.
     let made = Arc::new(std::sync::Mutex::new(None));
-    let Ok(mut response) = MADE.scope(made.clone(), service.call(req)).await;
+    let call = OWNER.scope(Some(tag), service.call(req));
+    let Ok(mut response) = MADE.scope(made.clone(), call).await;
     if calling {
         // Done unless its answer is streamed, and then the gate is busy and does nothing.
         quiet.answered_call(gate);
