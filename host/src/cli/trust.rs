@@ -44,18 +44,24 @@ pub(super) fn grants(root: &Path, command: GrantsCommand, trust_all: bool) -> Re
                 Ok(ExitCode::from(1))
             }
         },
-        GrantsCommand::Add { key } => match grants.add(&key, "toolgate grants add") {
-            Ok(()) => {
-                println!(
-                    "granted `{key}` for this project ({})",
-                    grants.path().display()
-                );
-                Ok(ExitCode::SUCCESS)
-            }
-            Err(p) => {
-                eprintln!("toolgate: {p}");
+        GrantsCommand::Add { key } => match refuse_capped(&ws, &key) {
+            Some(why) => {
+                eprintln!("toolgate: {why}");
                 Ok(ExitCode::from(1))
             }
+            None => match grants.add(&key, "toolgate grants add") {
+                Ok(()) => {
+                    println!(
+                        "granted `{key}` for this project ({})",
+                        grants.path().display()
+                    );
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(p) => {
+                    eprintln!("toolgate: {p}");
+                    Ok(ExitCode::from(1))
+                }
+            },
         },
         GrantsCommand::Revoke { key } => match grants.revoke(&key) {
             Ok(0) => {
@@ -73,6 +79,48 @@ pub(super) fn grants(root: &Path, command: GrantsCommand, trust_all: bool) -> Re
                 Ok(ExitCode::from(1))
             }
         },
+    }
+}
+
+/// Why `key` must not become a project grant (it reaches a tool capped at session scope, or
+/// the shell's network), as the ladder would say; `None`: it may. The tools and their
+/// ceilings are the gate's own (built-ins and installed plugins), so a tool's ceiling is
+/// decided by its component's imports, not by its name. A gate that cannot be opened refuses.
+fn refuse_capped(ws: &toolgate::workspace::Workspace, key: &str) -> Option<String> {
+    let pattern = match toolgate::key::KeyPattern::parse(key) {
+        Ok(p) => p,
+        Err(m) => return Some(format!("grant key {m}")),
+    };
+    let root = ws.root().to_path_buf();
+    // `grants` runs inside the CLI's runtime without being async: the gate is opened on a
+    // runtime of its own, on a thread of its own.
+    let capped = std::thread::spawn(move || -> Result<Vec<String>> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        rt.block_on(async {
+            let gate = toolgate::Gate::open(toolgate::GateOptions {
+                workspace: root,
+                ..Default::default()
+            })
+            .await?;
+            gate.preload().await;
+            Ok(gate
+                .tools()
+                .filter(|t| t.ceiling == toolgate::tools::Ceiling::Session)
+                .map(|t| t.name.clone())
+                .collect())
+        })
+    })
+    .join();
+    match capped {
+        Ok(Ok(capped)) => toolgate::policy::grants::ceiling_refusal(&pattern, &capped),
+        Ok(Err(e)) => Some(format!(
+            "cannot tell which tools `{key}` reaches ({e:#}); nothing was written"
+        )),
+        Err(_) => Some(format!(
+            "cannot tell which tools `{key}` reaches; nothing was written"
+        )),
     }
 }
 
@@ -105,7 +153,30 @@ pub(super) fn plugin_store(
     toolgate::plugins::PluginStore::signed(&ws.state_dir(), ws.root(), keyring(), trust_all)
 }
 
-/// `toolgate trust`: show what the workspace's own files loosen, then trust them.
+/// The most bytes of one bound file `trust` prints (its sha256 names the rest).
+const SHOW_BYTES: usize = 32 * 1024;
+
+/// `bytes` as text safe to print: control characters (but newline and tab) escaped, so a
+/// file cannot repaint the terminal or hide a line; `None` for binary content.
+fn printable(bytes: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    if text.contains('\0') {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c == '\n' || c == '\t' || !c.is_control() {
+            out.push(c);
+        } else {
+            out.push_str(&c.escape_unicode().to_string());
+        }
+    }
+    Some(out)
+}
+
+/// `toolgate trust`: show what the workspace's own files loosen and the files its policy
+/// runs, then trust exactly what was shown. Every file is read once: what is shown is what
+/// is hashed and recorded, so a change made while the prompt is open is not covered.
 pub(super) fn trust(root: &Path, yes: bool, forget: bool) -> Result<ExitCode> {
     use toolgate::policy::{trust::TrustStore, LayerSources, Policy};
     let ws = toolgate::workspace::Workspace::new(root, &[])?;
@@ -130,9 +201,11 @@ pub(super) fn trust(root: &Path, yes: bool, forget: bool) -> Result<ExitCode> {
         managed: toolgate::policy::managed_policy_path(),
         ..LayerSources::default()
     };
+    // Read once: the policy and every file it binds.
     let layer = Policy::workspace_layer(&sources);
-    // What the workspace layer loosens: what is ignored while it is untrusted.
-    let untrusted = match Policy::layered(&sources) {
+    // What the workspace layer loosens (what is ignored while it is untrusted), from the
+    // same bytes.
+    let untrusted = match Policy::layered_with(&sources, &layer) {
         Ok(p) => p,
         Err(problems) => {
             for p in &problems {
@@ -165,7 +238,10 @@ pub(super) fn trust(root: &Path, yes: bool, forget: bool) -> Result<ExitCode> {
     if let Some(by) = &layer.trusted_by {
         writeln!(out, "  already trusted ({by})")?;
     } else if layer.changed_since_trust {
-        writeln!(out, "  CHANGED since you trusted it")?;
+        writeln!(out, "  CHANGED since you trusted it:")?;
+        for c in &layer.changed {
+            writeln!(out, "    {c}")?;
+        }
     }
     if loosens.is_empty() {
         writeln!(out, "  loosens nothing (only stricter settings)")?;
@@ -173,6 +249,55 @@ pub(super) fn trust(root: &Path, yes: bool, forget: bool) -> Result<ExitCode> {
         writeln!(out, "  trusting it applies what is ignored now:")?;
         for i in &loosens {
             writeln!(out, "    {}  ({})", i.part, i.reason)?;
+        }
+    }
+    if !layer.files.is_empty() {
+        writeln!(
+            out,
+            "files      the policy runs these workspace files; trusting it binds them as shown (any change untrusts the workspace):"
+        )?;
+    }
+    for f in &layer.files {
+        let news = match &f.trusted {
+            None => "new",
+            Some(t) if t != &f.file.state => "CHANGED",
+            Some(_) => "as trusted",
+        };
+        writeln!(
+            out,
+            "  {}  {}  ({}; {news})",
+            f.file.path,
+            f.file.state,
+            f.used_by.join(", ")
+        )?;
+        if news == "as trusted" || layer.trusted_by.is_some() {
+            continue;
+        }
+        match f.bytes.as_deref() {
+            None => {}
+            Some(bytes) => match printable(&bytes[..bytes.len().min(SHOW_BYTES)]) {
+                Some(text) => {
+                    writeln!(out, "  ----- {} ({} bytes) -----", f.file.path, bytes.len())?;
+                    write!(out, "{text}")?;
+                    if !text.ends_with('\n') {
+                        writeln!(out)?;
+                    }
+                    if bytes.len() > SHOW_BYTES {
+                        writeln!(
+                            out,
+                            "  ----- {} more bytes not shown: review the file itself; the sha256 above is what is trusted -----",
+                            bytes.len() - SHOW_BYTES
+                        )?;
+                    } else {
+                        writeln!(out, "  ----- end of {} -----", f.file.path)?;
+                    }
+                }
+                None => writeln!(
+                    out,
+                    "  (binary, {} bytes: review it yourself; the sha256 above is what is trusted)",
+                    bytes.len()
+                )?,
+            },
         }
     }
     if !unsigned.is_empty() {
@@ -227,26 +352,62 @@ pub(super) fn trust(root: &Path, yes: bool, forget: bool) -> Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     }
-    // Record the hash of what was shown; a file changed meanwhile is not trusted.
+    let mut status = ExitCode::SUCCESS;
+    // Record the hashes of what was shown, never of what is there now: a file changed while
+    // the prompt was open is not covered (it is untrusted at the next load). Saying so now
+    // is only for the user.
     if let (Some(shown), None) = (&layer.sha256, &layer.trusted_by) {
-        let now = Policy::workspace_layer(&sources).sha256;
-        if now.as_ref() != Some(shown) {
-            eprintln!("toolgate: not trusted: {file} changed while you were reviewing it; run `toolgate trust` again");
-            return Ok(ExitCode::from(1));
-        }
-        store.trust(ws.root(), shown).map_err(anyhow::Error::msg)?;
+        let files: Vec<_> = layer.files.iter().map(|f| f.file.clone()).collect();
+        store
+            .trust_shown(ws.root(), shown, files.clone())
+            .map_err(anyhow::Error::msg)?;
         println!(
-            "trusted {file} (sha256 {shown}), recorded in {}",
+            "trusted {file} (sha256 {shown}) and {} file(s) it runs, recorded in {}",
+            files.len(),
             store.path().display()
         );
+        let now = Policy::workspace_layer(&sources);
+        let mut moved: Vec<String> = Vec::new();
+        if now.sha256.as_ref() != Some(shown) {
+            moved.push(file.clone());
+        }
+        for f in &now.files {
+            if !files.contains(&f.file) {
+                moved.push(f.file.path.clone());
+            }
+        }
+        if !moved.is_empty() {
+            eprintln!(
+                "toolgate: {} changed while you were reviewing; what you saw is what is trusted, so the workspace is untrusted until you run `toolgate trust` again",
+                moved.join(", ")
+            );
+            status = ExitCode::from(1);
+        }
     }
-    let n = grants.adopt_all().map_err(|p| anyhow::anyhow!("{p}"))?;
+    let (n, left) = grants
+        .adopt_shown(&unsigned)
+        .map_err(|p| anyhow::anyhow!("{p}"))?;
     if n > 0 {
         println!("signed {n} project grant(s) in {}", grants.path().display());
     }
-    let n = plugins.adopt_all()?;
-    if n > 0 {
-        println!("signed {n} plugin record(s)");
+    if !left.is_empty() {
+        eprintln!(
+            "toolgate: not signed (added while you were reviewing, never shown): {}; run `toolgate trust` again to review them",
+            left.join(", ")
+        );
+        status = ExitCode::from(1);
     }
-    Ok(ExitCode::SUCCESS)
+    if !unsigned_plugins.is_empty() {
+        // Adopt only if what is unsigned now is exactly what was shown.
+        if plugins.unsigned() == unsigned_plugins {
+            let n = plugins.adopt_all()?;
+            if n > 0 {
+                println!("signed {n} plugin record(s)");
+            }
+        } else {
+            eprintln!("toolgate: the unsigned plugin records changed while you were reviewing; none was signed: run `toolgate trust` again");
+            status = ExitCode::from(1);
+        }
+    }
+    Ok(status)
 }

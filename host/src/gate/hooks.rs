@@ -127,6 +127,8 @@ enum Ended {
         stderr: Vec<u8>,
     },
     SpawnFailed(std::io::Error),
+    /// Not started: a file it names is not what the user trusted (whatever `fail_open`).
+    Refused(String),
     WaitFailed(std::io::Error),
     /// `exited`: the hook itself had exited, but its output pipes were still held open.
     TimedOut {
@@ -268,6 +270,10 @@ fn stderr_reason(hook: &HookSpec, stderr: &[u8]) -> String {
 async fn run_one(hook: &HookSpec, payload: &[u8], workspace: &Path) -> Single {
     match execute(hook, payload, workspace).await {
         Ended::SpawnFailed(err) => failure(hook, &format!("could not be started: {err}")),
+        Ended::Refused(why) => Single::Deny {
+            reason: format!("hook `{}` {why}", hook.name()),
+            halt: false,
+        },
         Ended::WaitFailed(err) => failure(hook, &format!("could not be waited for: {err}")),
         Ended::TimedOut { exited: false } => {
             failure(hook, &format!("timed out after {} ms", hook.timeout_ms))
@@ -462,20 +468,13 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor {
 
 /// Spawn the hook, feed it the event, collect capped output, enforce the timeout.
 async fn execute(hook: &HookSpec, payload: &[u8], workspace: &Path) -> Ended {
-    let Some((program, args)) = hook.command.split_first() else {
-        return Ended::SpawnFailed(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "empty command",
-        ));
+    let argv = match crate::policy::hooks::verified_argv(hook, workspace) {
+        Ok(argv) => argv,
+        Err(why) => return Ended::Refused(why),
     };
-    // A relative path like `./hooks/check.sh` means the workspace's, whatever our own cwd is.
-    let program = if program.contains('/') && Path::new(program).is_relative() {
-        workspace.join(program)
-    } else {
-        std::path::PathBuf::from(program)
-    };
-    let mut cmd = Command::new(program);
-    cmd.args(args)
+    let mut cmd = Command::new(&argv.program);
+    cmd.arg0(&argv.arg0)
+        .args(&argv.args)
         .current_dir(workspace)
         .env_clear()
         .stdin(Stdio::piped())
@@ -483,6 +482,7 @@ async fn execute(hook: &HookSpec, payload: &[u8], workspace: &Path) -> Ended {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    crate::policy::hooks::inherit(cmd.as_std_mut(), &argv.fds);
     for name in ENV_ALLOWLIST {
         if let Some(value) = std::env::var_os(name) {
             cmd.env(name, value);

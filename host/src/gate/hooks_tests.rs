@@ -68,6 +68,7 @@ fn spec(command: Vec<String>) -> HookSpec {
         tools: Vec::new(),
         timeout_ms: DEFAULT_TIMEOUT_MS,
         fail_open: false,
+        pins: None,
     }
 }
 
@@ -560,6 +561,7 @@ fn spec_deserializes_with_defaults() {
             tools: vec![],
             timeout_ms: 10_000,
             fail_open: false,
+            pins: None,
         }
     );
     assert_eq!(spec.name(), "./check.sh -v");

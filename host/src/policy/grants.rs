@@ -235,18 +235,32 @@ impl ProjectGrants {
 
     /// Sign every entry that has no valid signature: the user adopts them as their own.
     pub fn adopt_all(&self) -> Result<usize, Problem> {
+        let all = self.unsigned_keys()?;
+        self.adopt_shown(&all).map(|(n, _)| n)
+    }
+
+    /// Sign the unsigned entries whose keys are in `shown` (what the user was shown and
+    /// accepted); an entry added since is left unsigned. Returns how many were signed and
+    /// the keys of the unsigned entries left.
+    pub fn adopt_shown(&self, shown: &[String]) -> Result<(usize, Vec<String>), Problem> {
         let mut entries = self.entries()?;
         let mut n = 0;
+        let mut left = Vec::new();
         for e in &mut entries {
-            if !self.verified(e) {
+            if self.verified(e) {
+                continue;
+            }
+            if shown.contains(&e.key) {
                 e.sig = self.sign(&e.key)?;
                 n += 1;
+            } else {
+                left.push(e.key.clone());
             }
         }
         if n > 0 {
             self.write(&entries)?;
         }
-        Ok(n)
+        Ok((n, left))
     }
 
     /// The first grant matching `key`.
@@ -335,6 +349,38 @@ impl ProjectGrants {
             )
         })
     }
+}
+
+/// Why a project grant for `key` must not be written: it reaches a tool capped at session
+/// scope (`capped`: those tools' names; `net` is always one, the shell's network), the same
+/// ceiling the ladder applies to a grant it finds. `None`: it may be granted.
+pub fn ceiling_refusal(key: &KeyPattern, capped: &[String]) -> Option<String> {
+    // The tool of the shell's `net:HOST` keys (`gate::egress::NET_KEY`): project grants are
+    // never consulted for it.
+    let net = "net";
+    let tool = key.tool();
+    let reached: Vec<&str> = capped
+        .iter()
+        .map(String::as_str)
+        .chain(std::iter::once(net))
+        .filter(|t| tool == "*" || tool == *t)
+        .collect();
+    let first = reached.first()?;
+    let why = if *first == net {
+        "a command's network (`net:HOST`) can only be allowed per session".to_string()
+    } else {
+        format!("`{first}` runs real host processes (its component imports the host exec or lsp capability) and can only be allowed per session")
+    };
+    Some(format!(
+        "a project grant for `{}` would allow {} for the whole project, but {why}; nothing was written (allow it for one session with `--grant '{}'`, or answer `session` when asked)",
+        key.as_str(),
+        reached
+            .iter()
+            .map(|t| format!("`{t}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        key.as_str()
+    ))
 }
 
 #[cfg(test)]

@@ -238,8 +238,18 @@ impl Layer {
 
     /// Load a layer from a file (read as host state: a regular file, no symlink).
     pub fn load(path: &Path, kind: LayerKind) -> Result<Option<Layer>, Vec<Problem>> {
+        Layer::from_read(path, kind, trust::read_state_file(path))
+    }
+
+    /// A layer from what reading `path` gave (its bytes, `None` when it does not exist, or why
+    /// it cannot be read).
+    pub fn from_read(
+        path: &Path,
+        kind: LayerKind,
+        read: Result<Option<Vec<u8>>, String>,
+    ) -> Result<Option<Layer>, Vec<Problem>> {
         let origin = path.display().to_string();
-        let bytes = trust::read_state_file(path).map_err(|message| {
+        let bytes = read.map_err(|message| {
             vec![Problem {
                 location: origin.clone(),
                 message: message.replacen(&format!("{origin} "), "", 1),
@@ -257,6 +267,20 @@ impl Layer {
             }]
         })?;
         Layer::parse(&origin, kind, &text).map(Some)
+    }
+
+    /// Every argv this layer makes the host run with the workspace as working directory:
+    /// its hooks' and its language servers' commands, each with what it is (for messages).
+    pub fn commands(&self) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = self
+            .hooks
+            .iter()
+            .map(|h| (format!("hook `{}`", h.name()), h.command.clone()))
+            .collect();
+        for (name, c) in self.lsp.commands() {
+            out.push((format!("[lsp.{name}] command"), c.to_vec()));
+        }
+        out
     }
 
     /// A layer holding only a mode (`--mode`).

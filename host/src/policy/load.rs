@@ -1,7 +1,9 @@
 //! Loading a policy: one file or preset as the only layer, or every layer of a workspace
 //! (built-in, user, workspace, command line, managed) stacked.
 
+use super::hooks::{named_files, observe, BoundFile, Pin};
 use super::layer::Layer;
+use super::sources::BoundView;
 use super::stack::Stack;
 use super::{
     trust, LayerKind, LayerSources, Policy, PolicySource, Problem, TelemetryPolicy, WorkspaceLayer,
@@ -59,16 +61,22 @@ impl Policy {
         Ok(stack.finish())
     }
 
-    /// The workspace layer's file and its trust (nothing is loaded).
+    /// The workspace layer's file, the files it binds, and its trust. Each file is read once;
+    /// the layer is loaded from these bytes ([`Policy::layered_with`]).
     pub fn workspace_layer(sources: &LayerSources) -> WorkspaceLayer {
         let path = sources
             .workspace
             .join(crate::workspace::STATE_DIR)
             .join(crate::workspace::layout::POLICY_FILE);
-        let sha256 = trust::read_state_file(&path)
+        let text = trust::read_state_file(&path);
+        let sha256 = text
+            .as_ref()
             .ok()
-            .flatten()
-            .map(|b| trust::sha256_hex(&b));
+            .and_then(|t| t.as_deref().map(trust::sha256_hex));
+        let mut files = match &text {
+            Ok(Some(bytes)) => bound_files(&sources.workspace, &path, bytes),
+            _ => Vec::new(),
+        };
         let store = sources
             .user
             .as_ref()
@@ -76,29 +84,80 @@ impl Policy {
         let recorded = store
             .as_ref()
             .and_then(|s| s.entry(&sources.workspace).ok().flatten());
+        let mut changed = Vec::new();
+        if let (Some(e), Some(h)) = (&recorded, &sha256) {
+            if &e.policy_sha256 != h {
+                changed.push(format!("{} changed since you trusted it", path.display()));
+            }
+            for f in &mut files {
+                f.trusted = e
+                    .files
+                    .iter()
+                    .find(|r| r.path == f.file.path)
+                    .map(|r| r.state.clone());
+                match &f.trusted {
+                    None => changed.push(format!(
+                        "`{}` ({}) is not covered by your trust: it is {} now",
+                        f.file.path,
+                        f.used_by.join(", "),
+                        state_words(&f.file.state)
+                    )),
+                    Some(t) if t != &f.file.state => changed.push(format!(
+                        "`{}` ({}) changed since you trusted it: {} then, {} now",
+                        f.file.path,
+                        f.used_by.join(", "),
+                        state_words(t),
+                        state_words(&f.file.state)
+                    )),
+                    Some(_) => {}
+                }
+            }
+        }
         let trusted_by = if sources.trust_workspace {
             Some("--trust-workspace".to_string())
         } else {
             match (&recorded, &sha256, &store) {
-                (Some(e), Some(h), Some(s)) if &e.policy_sha256 == h => {
+                (Some(_), Some(_), Some(s)) if changed.is_empty() => {
                     Some(s.path().display().to_string())
                 }
                 _ => None,
             }
         };
-        let changed_since_trust = trusted_by.is_none()
-            && matches!((&recorded, &sha256), (Some(e), Some(h)) if &e.policy_sha256 != h);
+        let changed_since_trust = trusted_by.is_none() && !changed.is_empty();
         WorkspaceLayer {
             path,
+            text,
             sha256,
+            files,
             trusted_by,
             changed_since_trust,
+            changed,
         }
+    }
+
+    /// The workspace policy's hash and the files it binds, as they are now (what
+    /// [`trust::TrustStore::trust`] records).
+    pub(super) fn bound_now(workspace: &Path) -> Option<(String, Vec<BoundFile>)> {
+        let ws = Policy::workspace_layer(&LayerSources {
+            workspace: workspace.to_path_buf(),
+            ..LayerSources::default()
+        });
+        Some((ws.sha256?, ws.files.into_iter().map(|f| f.file).collect()))
     }
 
     /// Every layer for a workspace, stacked: built-in < user < workspace (untrusted: only
     /// what is stricter) < command line, under the managed ceiling.
     pub fn layered(sources: &LayerSources) -> Result<Policy, Vec<Problem>> {
+        Policy::layered_with(sources, &Policy::workspace_layer(sources))
+    }
+
+    /// [`Policy::layered`] with the workspace layer as `ws` read it (`toolgate trust` shows
+    /// what it loosens from the very bytes it then records). A trusted workspace's hooks are
+    /// pinned to the files as read.
+    pub fn layered_with(
+        sources: &LayerSources,
+        ws: &WorkspaceLayer,
+    ) -> Result<Policy, Vec<Problem>> {
         let mut problems = Vec::new();
         let mut layers: Vec<(Layer, bool)> = Vec::new();
         let mut take = |r: Result<Option<Layer>, Vec<Problem>>, trusted: bool| match r {
@@ -116,11 +175,13 @@ impl Policy {
                 true,
             );
         }
-        let ws = Policy::workspace_layer(sources);
-        take(
-            Layer::load(&ws.path, LayerKind::Workspace),
-            ws.trusted_by.is_some(),
-        );
+        let ws_layer = Layer::from_read(&ws.path, LayerKind::Workspace, ws.text.clone()).map(|l| {
+            l.map(|mut l| {
+                pin_hooks(&mut l, &sources.workspace, ws);
+                l
+            })
+        });
+        take(ws_layer, ws.trusted_by.is_some());
         match &sources.cli {
             Some(PolicySource::File(p)) => match Layer::load(p, LayerKind::CommandLine) {
                 Ok(None) => take(
@@ -189,13 +250,77 @@ impl Policy {
             }
         }
         if ws.changed_since_trust {
+            let what = ws.changed.join("; ");
             for i in &mut policy.ignored {
                 if i.file == ws.path.display().to_string() {
                     i.reason
-                        .push_str(" (the file changed since you trusted it)");
+                        .push_str(&format!(" (changed since you trusted it: {what})"));
                 }
             }
         }
         Ok(policy)
+    }
+}
+
+/// `state` in words for a message (a hash cut to 12 characters).
+fn state_words(state: &str) -> String {
+    if state.len() == 64 {
+        format!("sha256 {}…", &state[..12])
+    } else {
+        state.to_string()
+    }
+}
+
+/// The files the workspace policy `bytes` (at `path`) makes the host run or read, each read
+/// once now. A policy that does not parse binds nothing (it does not load either).
+fn bound_files(workspace: &Path, path: &Path, bytes: &[u8]) -> Vec<BoundView> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Vec::new();
+    };
+    let Ok(layer) = Layer::parse(&path.display().to_string(), LayerKind::Workspace, text) else {
+        return Vec::new();
+    };
+    let mut out: Vec<BoundView> = Vec::new();
+    for (what, argv) in layer.commands() {
+        for named in named_files(&argv, workspace) {
+            if let Some(v) = out.iter_mut().find(|v| v.file.path == named.shown) {
+                if !v.used_by.contains(&what) {
+                    v.used_by.push(what.clone());
+                }
+                continue;
+            }
+            let (state, bytes) = observe(&named.path);
+            out.push(BoundView {
+                file: BoundFile {
+                    path: named.shown,
+                    state,
+                },
+                bytes,
+                trusted: None,
+                used_by: vec![what.clone()],
+            });
+        }
+    }
+    out
+}
+
+/// Pin every hook of the workspace layer `l` to the files `ws` read.
+fn pin_hooks(l: &mut Layer, workspace: &Path, ws: &WorkspaceLayer) {
+    for h in &mut l.hooks {
+        let pins = named_files(&h.command, workspace)
+            .into_iter()
+            .map(|n| Pin {
+                index: n.index,
+                state: ws
+                    .files
+                    .iter()
+                    .find(|f| f.file.path == n.shown)
+                    .map(|f| f.file.state.clone())
+                    // Not read when the policy was: it cannot have been verified.
+                    .unwrap_or_else(|| "not verified".into()),
+                path: n.path,
+            })
+            .collect();
+        h.pins = Some(pins);
     }
 }

@@ -123,6 +123,16 @@ impl<'de> Deserialize<'de> for LspFile {
     }
 }
 
+impl LspFile {
+    /// Every `command` this layer sets, with its language (what trust binds).
+    pub(super) fn commands(&self) -> Vec<(&str, &[String])> {
+        self.languages
+            .iter()
+            .filter_map(|(n, t)| t.get_ref().command.as_deref().map(|c| (n.as_str(), c)))
+            .collect()
+    }
+}
+
 fn name_ok(name: &str) -> bool {
     (1..=32).contains(&name.len())
         && name

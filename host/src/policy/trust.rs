@@ -2,7 +2,9 @@
 //!
 //! - [`TrustStore`]: `$XDG_CONFIG_HOME/toolgate/trust.toml` records, per canonical workspace
 //!   path, the sha256 of the workspace policy the user looked at and trusted (`toolgate trust`).
-//!   A changed file is untrusted again.
+//!   and of every workspace file that policy makes the host run or read (hook programs and
+//!   their file arguments, language servers': see [`super::hooks::named_files`]). A change
+//!   to any of them makes the workspace untrusted again.
 //! - [`Keyring`]: a per-user secret key (`signing.key`, 0600) that signs the host state
 //!   toolgate itself writes into a workspace: project grants, plugin records and session
 //!   grants. An entry a repository shipped (or anyone else wrote) carries no valid signature
@@ -28,6 +30,10 @@ pub struct TrustEntry {
     /// When (milliseconds since the epoch).
     #[serde(default)]
     pub at_ms: i64,
+    /// The workspace files the policy binds, as the user saw them. A record written before
+    /// toolgate bound files has none: a policy that binds a file is then untrusted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<super::hooks::BoundFile>,
 }
 
 #[derive(Default, serde::Serialize, serde::Deserialize)]
@@ -78,13 +84,33 @@ impl TrustStore {
         Ok(self.entries()?.into_iter().find(|e| e.path == key))
     }
 
-    /// Whether `workspace`'s policy with hash `sha256` is trusted.
+    /// Whether `workspace`'s recorded policy hash is `sha256` (the files it binds are checked
+    /// by [`super::Policy::workspace_layer`]).
     pub fn is_trusted(&self, workspace: &Path, sha256: &str) -> bool {
         matches!(self.entry(workspace), Ok(Some(e)) if e.policy_sha256 == sha256)
     }
 
-    /// Record `workspace`'s policy hash as trusted (replacing an older entry).
+    /// Record `workspace`'s policy hash as trusted (replacing an older entry), with the files
+    /// that policy binds as they are now (none when the policy on disk is not `sha256`).
+    /// `toolgate trust` records what it showed instead ([`TrustStore::trust_shown`]).
     pub fn trust(&self, workspace: &Path, sha256: &str) -> Result<(), String> {
+        let files = match super::Policy::bound_now(workspace) {
+            Some((now, files)) if now == sha256 => files,
+            _ => Vec::new(),
+        };
+        self.trust_shown(workspace, sha256, files)
+    }
+
+    /// Record `workspace`'s policy hash and the bound files' states exactly as given: what
+    /// the user was shown.
+    pub fn trust_shown(
+        &self,
+        workspace: &Path,
+        sha256: &str,
+        mut files: Vec<super::hooks::BoundFile>,
+    ) -> Result<(), String> {
+        files.sort();
+        files.dedup();
         let key = workspace.to_string_lossy().into_owned();
         let mut entries = self.entries()?;
         entries.retain(|e| e.path != key);
@@ -92,6 +118,7 @@ impl TrustStore {
             path: key,
             policy_sha256: sha256.to_string(),
             at_ms: crate::state::now_ms(),
+            files,
         });
         self.write(entries)
     }
@@ -112,8 +139,9 @@ impl TrustStore {
     fn write(&self, workspace: Vec<TrustEntry>) -> Result<(), String> {
         let body = toml::to_string(&TrustFile { workspace }).map_err(|e| e.to_string())?;
         let text = format!(
-            "# Workspaces whose .toolgate/policy.toml you trusted with `toolgate trust`.\n\
-             # A policy whose sha256 no longer matches is untrusted again.\n\n{body}"
+            "# Workspaces whose .toolgate/policy.toml you trusted with `toolgate trust`, and the\n\
+             # workspace files it runs. A policy or file whose sha256 no longer matches is\n\
+             # untrusted again.\n\n{body}"
         );
         write_private(&self.path, text.as_bytes())
     }
