@@ -1,5 +1,10 @@
 //! git's history: `git diff`, `git log` (with `show` and `rev-list`) and `git shortlog`, and the
 //! diff and revision options they share.
+//!
+//! An option marked safe here may still print a blob's content (`-p`, `--word-diff`, `-S`, …):
+//! git's object database keeps deny-listed files the sandbox's masks do not cover, so
+//! `policy::blobs` takes such a command out of the read-only class, and every option of
+//! [`GIT_DIFF`] must be listed there as content or metadata (a test walks this table).
 
 use super::GIT_PO;
 use crate::exec::options::{flag, optional, path, value, Opt, Table, EXACT};

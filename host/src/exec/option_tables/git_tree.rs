@@ -1,5 +1,9 @@
 //! git's working tree, index and objects: `git status`, `blame`, `ls-files`, `ls-tree`,
 //! `cat-file`, `grep`.
+//!
+//! `status -v`, `cat-file -p <object id>`/`blob`/`--batch` and `grep --cached`/`grep <rev>`
+//! print blobs from the object database, which the sandbox's masks do not cover: their options
+//! are safe here, and `policy::blobs` takes those forms out of the read-only class.
 
 use super::{DIGITS, GIT_PO};
 use crate::exec::options::{flag, optional, path, value, Table};

@@ -242,9 +242,17 @@ fn git_exec_table() {
     for c in no {
         assert_eq!(exact_text(&argv(c)), None, "{c} should key on its program");
     }
-    // Read-only git stays read-only.
-    for c in ["git status", "git log -p", "git diff", "git grep -n foo"] {
+    // Read-only git stays read-only; the blob printers are normal (see blobs_tests).
+    for c in [
+        "git status",
+        "git log --stat",
+        "git diff --stat",
+        "git grep -n foo",
+    ] {
         assert!(read_only(&argv(c)), "{c} should be read-only");
+    }
+    for c in ["git log -p", "git diff"] {
+        assert!(!read_only(&argv(c)), "{c} prints committed content");
     }
 }
 

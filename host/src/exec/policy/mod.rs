@@ -28,9 +28,11 @@
 //! options, `find`'s expression), `lists` (the banned, exact-text and dangerous argument
 //! lists), `commands` (every command a command runs, through wrappers and scripts), `git` and
 //! `git_config` (what makes git run another program), `read_only` (the read-only allowlist),
+//! `blobs` (the git commands that could print a committed secret's content),
 //! `compound` (the segments of a compound text); this file holds the entry points.
 
 mod argv;
+mod blobs;
 mod commands;
 mod compound;
 mod git;
@@ -122,6 +124,13 @@ pub fn read_only(argv: &[String]) -> bool {
     read_only_words(argv).is_some()
 }
 
+/// Why a git command that would otherwise be read-only is not: it could print or search the
+/// content of a blob (a deny-listed file's old content included), which the sandbox's masks do
+/// not cover ([`blobs`]). For the ask and `explain` to show.
+pub fn git_blob_printer(argv: &[String]) -> Option<String> {
+    read_only::git_blob_reason(argv)
+}
+
 /// A command text as the lexer reads it (quotes allowed), or its segments' first command
 /// when it is compound.
 #[cfg(test)]
@@ -137,6 +146,9 @@ fn argv(s: &str) -> Vec<String> {
     }
 }
 
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod blobs_tests;
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod git_tests;

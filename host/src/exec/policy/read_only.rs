@@ -74,7 +74,9 @@ fn safe_words<'a>(items: &[Item<'a>]) -> Option<Vec<&'a str>> {
 
 /// `git <sub> …` (args without `git`): read-only subcommands with only safe options. Global
 /// options before the subcommand are never read-only; nor is a `<rev>:<path>` operand (it
-/// reads a file's content from history, which the scope check cannot see) or `log -L`.
+/// reads a file's content from history, which the scope check cannot see), `log -L`, or any
+/// form that could print or search a blob's content ([`super::blobs`]: `log -p`, `diff`
+/// without `--stat`-like formats, `show <object id>`, `grep <rev>`, `cat-file --batch`, …).
 fn git_read_only(args: &[String]) -> Option<Vec<&str>> {
     let (sub, rest) = args.split_first()?;
     let t = catalog::git_table(sub)?;
@@ -97,5 +99,20 @@ fn git_read_only(args: &[String]) -> Option<Vec<&str>> {
         "remote" if !operands.is_empty() => return None,
         _ => {}
     }
+    if super::blobs::git_blob_printer(sub, &items, rest).is_some() {
+        return None;
+    }
     Some(words)
+}
+
+/// Why `argv` (`git <sub> …`, no global options) could print a blob's content, when its
+/// subcommand and options are otherwise read-only.
+pub(super) fn git_blob_reason(argv: &[String]) -> Option<String> {
+    let (program, args) = argv.split_first()?;
+    if super::argv::program_name(program) != "git" {
+        return None;
+    }
+    let (sub, rest) = args.split_first()?;
+    let items = parse(catalog::git_table(sub)?, rest).ok()?;
+    super::blobs::git_blob_printer(sub, &items, rest)
 }
