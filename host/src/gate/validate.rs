@@ -1,5 +1,6 @@
 //! Stages 1–2 of the ladder: the tool exists, the input fits its schema, every path is in the
-//! scope (and is rewritten to what the guest will open); then the call's key.
+//! scope (and is rewritten to what the guest will open) — through its symbolic links too, whose
+//! targets need not exist (`validate_links.rs`); then the call's key.
 
 use super::decision::{Code, Decision, Refusal, Stage, Verdict};
 use super::observe;
@@ -124,7 +125,14 @@ pub(crate) fn check_input(
         let Some(raw) = input.get(field).and_then(Value::as_str).map(str::to_string) else {
             continue;
         };
-        match workspace.scope(&raw, usage.access()) {
+        let scoped = workspace.scope(&raw, usage.access()).and_then(|scoped| {
+            // A link whose target does not exist yet is judged by where it leads.
+            match links::through_links(workspace, &raw, usage.access()) {
+                Some(denial) => Err(denial),
+                None => Ok(scoped),
+            }
+        });
+        match scoped {
             Ok(scoped) => {
                 input[field] = Value::String(scoped.guest.clone());
                 paths.push((field.clone(), *usage, scoped));
@@ -367,6 +375,9 @@ pub(crate) fn key_for(info: &ToolInfo, paths: &[(String, PathUse, ScopedPath)]) 
     }
     CallKey::tool(&info.name)
 }
+
+#[path = "validate_links.rs"]
+mod links;
 
 #[cfg(test)]
 #[path = "validate_tests.rs"]

@@ -72,3 +72,87 @@ fn stages_and_codes_keep_their_audit_words() {
     assert_eq!(Code::NotADirectory.as_str(), "not-a-directory");
     assert_eq!(Code::Open("fifo").as_str(), "fifo");
 }
+
+/// A link whose target does not exist passes the workspace's scope as its own name; followed,
+/// it leads outside (or to a secret), and that is a denial at scope, before any tool runs.
+#[test]
+fn a_link_to_a_missing_target_is_judged_by_where_it_leads() {
+    use std::os::unix::fs::symlink;
+    let (dir, ws, validator) = setup();
+    let out = tempfile::tempdir().unwrap();
+    let out_root = out.path().canonicalize().unwrap();
+    let root = dir.path();
+    symlink(out_root.join("new.txt"), root.join("notes.txt")).unwrap();
+    symlink(out_root.join("missing"), root.join("vendor")).unwrap();
+    symlink("hop", root.join("first")).unwrap();
+    symlink(out_root.join("far"), root.join("hop")).unwrap();
+    symlink(".env", root.join("settings.txt")).unwrap();
+    symlink(".toolgate/state.db", root.join("db")).unwrap();
+    symlink("loop", root.join("loop")).unwrap();
+    symlink("src/new.rs", root.join("alias.rs")).unwrap();
+    let info = fake::write_tool();
+    let deny = |path: &str| {
+        let input = json!({"path": path, "content": "x"});
+        let (d, o) = check_input(&info, &validator, &input, &ws, "c").unwrap_err();
+        assert_eq!(
+            (d.verdict, d.stage, d.source.as_str()),
+            (Verdict::Deny, Stage::Scope, "path `path`"),
+            "{path}"
+        );
+        o.reason.unwrap()
+    };
+    let r = deny("notes.txt");
+    assert_eq!(
+        r,
+        format!(
+            "`notes.txt` goes through the symbolic link `notes.txt` -> `{0}/new.txt` and leads to {0}/new.txt, which is outside the workspace {1}",
+            out_root.display(),
+            ws.root().display()
+        )
+    );
+    let r = deny("vendor/planted.txt");
+    assert!(
+        r.contains("`vendor` -> `") && r.contains("missing/planted.txt"),
+        "{r}"
+    );
+    let r = deny("first");
+    assert!(r.contains("`first` -> `hop`, `hop` -> `"), "{r}");
+    let r = deny(&root.join("notes.txt").to_string_lossy());
+    assert!(r.contains("outside the workspace"), "{r}");
+    let r = deny("settings.txt");
+    assert!(
+        r.starts_with(
+            "`settings.txt` goes through the symbolic link `settings.txt` -> `.env` to `.env`: "
+        ) && r.contains("secrets deny-list"),
+        "{r}"
+    );
+    assert!(deny("db").contains("toolgate's own state"));
+    // A loop, and a link to a missing path inside, are not escapes: the tool's no-follow
+    // opening answers them.
+    for path in ["loop", "alias.rs"] {
+        let input = json!({"path": path, "content": "x"});
+        assert!(
+            check_input(&info, &validator, &input, &ws, "c").is_ok(),
+            "{path}"
+        );
+    }
+    assert!(std::fs::read_dir(&out_root).unwrap().next().is_none());
+}
+
+#[test]
+fn links_resolve_like_the_kernel_resolves_them() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("a/b")).unwrap();
+    symlink("a/b", root.join("l")).unwrap();
+    // `..` after a link climbs from the link's target, not from the link.
+    let (to, links) = links::resolve(&root.join("l/../c")).unwrap();
+    assert_eq!(to, root.join("a/c"));
+    assert_eq!(links, vec![(root.join("l"), "a/b".into())]);
+    let (to, links) = links::resolve(&root.join("a/./b/x")).unwrap();
+    assert_eq!((to, links.len()), (root.join("a/b/x"), 0));
+    symlink("m", root.join("n")).unwrap();
+    symlink("n", root.join("m")).unwrap();
+    assert_eq!(links::resolve(&root.join("m")), None);
+}
