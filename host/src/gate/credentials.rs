@@ -1,6 +1,6 @@
 //! Brokered credentials at the gate: read once when the gate opens, placeholders handed to
 //! commands and plugins, and the real values taken out of whatever comes back before it is
-//! shown or saved (a server may echo a request's headers).
+//! shown or saved (a server may echo a request's headers), in every encoding.
 
 use super::Gate;
 use crate::exec::CredentialEnv;
@@ -67,27 +67,33 @@ impl Gate {
             .collect()
     }
 
-    /// Take every real value out of the observation (and the output saved beside it).
+    /// Take every real value out of the observation (and the output saved beside it): every
+    /// form of every brokered credential ([`creds::scrub_with`]: raw, JSON-escaped,
+    /// percent-encoded, base64, hex), then every value the host knows it must never show
+    /// ([`crate::state::secrets::scrub_known`]).
     pub(super) fn scrub_credentials(&self, o: &mut Observation) {
-        if self.credentials.is_empty() {
-            return;
-        }
+        let scrubber = crate::sandbox::net::scrub::Scrubber::new(&self.credentials);
+        let clean = |text: &str| -> Option<String> {
+            let once = scrubber.as_ref().and_then(|s| creds::scrub_with(s, text));
+            let twice = crate::state::secrets::scrub_known(once.as_deref().unwrap_or(text));
+            twice.or(once)
+        };
         for text in [&mut o.content, &mut o.summary] {
-            if let Some(clean) = creds::scrub(&self.credentials, text) {
-                *text = clean;
+            if let Some(c) = clean(text) {
+                *text = c;
             }
         }
         if let Some(r) = &mut o.reason {
-            if let Some(clean) = creds::scrub(&self.credentials, r) {
-                *r = clean;
+            if let Some(c) = clean(r) {
+                *r = c;
             }
         }
-        scrub_value(&self.credentials, &mut o.data);
+        scrub_value(&clean, &mut o.data);
         if let Some(rel) = &o.full_output_ref {
             let path = self.workspace.root().join(rel);
             if let Ok(text) = std::fs::read_to_string(&path) {
-                if let Some(clean) = creds::scrub(&self.credentials, &text) {
-                    if let Err(e) = crate::fsutil::write_atomic(&path, clean.as_bytes()) {
+                if let Some(c) = clean(&text) {
+                    if let Err(e) = crate::fsutil::write_atomic(&path, c.as_bytes()) {
                         tracing::warn!(error = %e, path = %rel, "scrubbing a credential from a saved output failed; removing it");
                         let _ = std::fs::remove_file(&path);
                     }
@@ -112,15 +118,15 @@ impl Gate {
     }
 }
 
-fn scrub_value(creds: &[Credential], v: &mut Value) {
+fn scrub_value(clean: &dyn Fn(&str) -> Option<String>, v: &mut Value) {
     match v {
         Value::String(s) => {
-            if let Some(clean) = creds::scrub(creds, s) {
-                *s = clean;
+            if let Some(c) = clean(s) {
+                *s = c;
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(|i| scrub_value(creds, i)),
-        Value::Object(map) => map.values_mut().for_each(|i| scrub_value(creds, i)),
+        Value::Array(items) => items.iter_mut().for_each(|i| scrub_value(clean, i)),
+        Value::Object(map) => map.values_mut().for_each(|i| scrub_value(clean, i)),
         _ => {}
     }
 }

@@ -31,6 +31,8 @@ use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpH
 mod addr;
 pub mod creds;
 pub mod egress;
+mod http1;
+pub mod scrub;
 use addr::{default_port, ipv4_shorthand, split_host_port, valid_hostname};
 pub use addr::{is_public, not_public};
 
@@ -392,6 +394,14 @@ async fn send(
         grant.refuse(r.why);
         return Err(HttpError::HttpRequestDenied);
     }
+    // A bound host's answer is scanned for every credential's value: uncompressed, please.
+    let scrubber = scrub::for_host(&grant.credentials, &host, port);
+    if scrubber.is_some() {
+        let identity = http::HeaderValue::from_static("identity");
+        request
+            .headers_mut()
+            .insert(http::header::ACCEPT_ENCODING, identity);
+    }
 
     let timeout = |o: Option<Duration>| o.unwrap_or(grant.timeout).min(grant.timeout);
     let connect_timeout = timeout(options.and_then(|o| o.connect_timeout));
@@ -468,7 +478,16 @@ async fn send(
         }
         .boxed_unsync()
     });
-    Ok((response, Box::new(async { Ok(()) })))
+    let Some(scrubber) = scrubber else {
+        return Ok((response, Box::new(async { Ok(()) })));
+    };
+    match scrub::response(&host, scrubber, response) {
+        Ok(r) => Ok((r.map(|b| b.boxed_unsync()), Box::new(async { Ok(()) }))),
+        Err(why) => {
+            grant.refuse(why.clone());
+            Err(HttpError::HttpResponseContentCoding(Some(why)))
+        }
+    }
 }
 
 async fn exchange<S>(

@@ -12,9 +12,11 @@
 //! - adds the credential's header (`Authorization: Bearer {}`) to requests to its hosts that do
 //!   not carry that header already.
 //!
-//! The real value is never given to a guest or a command, and [`scrub`] takes it out of any
-//! text that comes back (a server that echoes the request) before it reaches an observation or
-//! a saved output; [`register`] makes the audit take it out of everything it stores.
+//! The real value is never given to a guest or a command. Every answer from a bound host is
+//! scrubbed of every form of the value on its way back ([`super::scrub`]: in the egress proxy
+//! before the command reads it, in the host's HTTP client before the guest does), [`scrub`]
+//! takes it out of any text again before it reaches an observation or a saved output, and
+//! [`register`] makes the audit take it out of everything it stores.
 
 use super::HostPattern;
 use std::sync::Arc;
@@ -202,21 +204,17 @@ pub fn register(creds: &[Credential]) {
     }
 }
 
-/// `text` with every real value of `creds` replaced by its placeholder.
+/// `text` with every real value of `creds`, in every form it takes
+/// ([`crate::text::forms::forms`]: JSON-escaped, percent-encoded, base64, hex), replaced by
+/// its placeholder (`None`: none was in it).
 pub fn scrub(creds: &[Credential], text: &str) -> Option<String> {
-    let mut out: Option<String> = None;
-    for c in creds {
-        if let Ok(v) = &c.value {
-            if v.len() >= 4 && out.as_deref().unwrap_or(text).contains(v.as_str()) {
-                out = Some(
-                    out.as_deref()
-                        .unwrap_or(text)
-                        .replace(v.as_str(), &c.placeholder()),
-                );
-            }
-        }
-    }
-    out
+    scrub_with(&super::scrub::Scrubber::new(creds)?, text)
+}
+
+/// [`scrub`] with a scanner made once for many texts.
+pub fn scrub_with(scrubber: &super::scrub::Scrubber, text: &str) -> Option<String> {
+    let out = scrubber.whole(text.as_bytes());
+    (out != text.as_bytes()).then(|| String::from_utf8_lossy(&out).into_owned())
 }
 
 #[cfg(test)]

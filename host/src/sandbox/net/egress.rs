@@ -16,21 +16,28 @@
 //!
 //! A refusal is answered `403 Forbidden` with the reason in the body, and every connection,
 //! allowed or refused, is recorded with the bytes sent each way for the call's audit and
-//! observation. Plain HTTP is forwarded one request per connection (`Connection: close` both
-//! ways), so a second request on a kept-alive connection can never reach another host unjudged.
+//! observation. Plain HTTP is forwarded one request per connection: the judged head (with
+//! `Connection: close`) and exactly the body it frames ([`http1`]: two `Content-Length`s,
+//! `Transfer-Encoding` with `Content-Length`, a coding other than `chunked` or a folded header
+//! line are refused as request smuggling), never a byte after it. A second request on the same
+//! connection (pipelined or kept alive) is not forwarded; it is recorded as refused with the
+//! host it named, and the connection is closed after the first answer.
+//!
+//! Brokered credentials ([`super::creds`], [`super::scrub`]): every answer from a host a
+//! credential is bound to is scrubbed of every form of every credential's value before the
+//! command sees it (head and body, on the stream; compression refused), and a CONNECT to such a
+//! host is refused, since the proxy cannot see into the tunnel.
 //!
 //! A destination no rule names is put to [`EgressPolicy::ask`]: the gate answers it with the
 //! ladder for the key `net:<host>` (grants, the mode, a person; refused headless).
 
+use super::http1::{self, Framing};
 use super::{resolve_checked, shorthand_refusal, HostPattern, Unreachable};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-
-/// Largest request head (request line and headers) the proxy reads.
-const MAX_HEAD: usize = 32 << 10;
 
 /// Bytes buffered each way while relaying a connection.
 const RELAY_BUF: usize = 64 << 10;
@@ -196,7 +203,7 @@ impl Egress {
                             let Ok((client, _)) = accepted else { break };
                             let (policy, log) = (policy.clone(), log.clone());
                             open.spawn(async move {
-                                if let Some(c) = handle(client, &policy).await {
+                                for c in handle(client, &policy).await {
                                     record(&log, c);
                                 }
                             });
@@ -238,85 +245,6 @@ fn record(log: &Mutex<Log>, c: Connection) {
     }
 }
 
-/// A parsed request head.
-struct Head {
-    method: String,
-    target: String,
-    version: String,
-    headers: Vec<(String, String)>,
-    /// Bytes read past the head (the start of a body or tunnel data).
-    rest: Vec<u8>,
-}
-
-/// Read the request head, bounded in size and time.
-async fn read_head(client: &mut TcpStream, timeout: Duration) -> Result<Head, String> {
-    let mut buf = Vec::with_capacity(4096);
-    let end = tokio::time::timeout(timeout, async {
-        loop {
-            if let Some(i) = find(&buf, b"\r\n\r\n") {
-                return Ok(i);
-            }
-            if buf.len() > MAX_HEAD {
-                return Err(format!(
-                    "the request head is larger than {} KiB",
-                    MAX_HEAD >> 10
-                ));
-            }
-            let mut chunk = [0u8; 4096];
-            match client.read(&mut chunk).await {
-                Ok(0) | Err(_) => return Err("the client closed the connection".to_string()),
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
-        }
-    })
-    .await
-    .map_err(|_| "the request head did not arrive in time".to_string())??;
-    let text = std::str::from_utf8(&buf[..end]).map_err(|_| "the request head is not text")?;
-    // A bare CR or LF (or another control character) would let an upstream that splits lines
-    // differently see a header or a request this proxy never judged.
-    if let Some(l) = text
-        .split("\r\n")
-        .find(|l| l.chars().any(|c| c.is_control() && c != '\t'))
-    {
-        return Err(format!(
-            "the request head line `{}` holds a control character (a bare carriage return or line feed?)",
-            l.escape_debug()
-        ));
-    }
-    let mut lines = text.split("\r\n");
-    let line = lines.next().unwrap_or("");
-    let mut parts = line.split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(format!("`{line}` is not an HTTP request line"));
-    };
-    if !version.starts_with("HTTP/1.") || method.is_empty() || target.is_empty() {
-        return Err(format!("`{line}` is not an HTTP/1 request line"));
-    }
-    let mut headers = Vec::new();
-    for l in lines {
-        let Some((k, v)) = l.split_once(':') else {
-            return Err(format!("`{l}` is not a header line"));
-        };
-        if k.is_empty() || k.contains(|c: char| c.is_whitespace()) {
-            return Err(format!("`{l}` is not a header line"));
-        }
-        headers.push((k.to_string(), v.trim().to_string()));
-    }
-    Ok(Head {
-        method: method.to_string(),
-        target: target.to_string(),
-        version: version.to_string(),
-        headers,
-        rest: buf[end + 4..].to_vec(),
-    })
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
 /// Split `host:port` (`[v6]:port`), lower-casing the host.
 fn authority(s: &str, default: u16) -> Option<(String, u16)> {
     let (host, port) = super::split_host_port(s)?;
@@ -338,13 +266,19 @@ async fn refuse(client: &mut TcpStream, status: &str, why: &str) {
     let _ = client.shutdown().await;
 }
 
-/// Serve one client connection; the record of it (`None`: not an HTTP request at all).
-async fn handle(mut client: TcpStream, policy: &EgressPolicy) -> Option<Connection> {
-    let mut head = match read_head(&mut client, policy.timeout).await {
+/// Serve one client connection; the records of it (none: not an HTTP request at all; two: a
+/// second request came on the connection and was not forwarded).
+async fn handle(mut client: TcpStream, policy: &EgressPolicy) -> Vec<Connection> {
+    let mut head = match http1::read_head(&mut client, policy.timeout).await {
         Ok(h) => h,
         Err(why) => {
-            refuse(&mut client, "400 Bad Request", &why).await;
-            return None;
+            refuse(
+                &mut client,
+                "400 Bad Request",
+                &format!("the request: {why}"),
+            )
+            .await;
+            return Vec::new();
         }
     };
     let connect = head.method.eq_ignore_ascii_case("CONNECT");
@@ -362,14 +296,14 @@ async fn handle(mut client: TcpStream, policy: &EgressPolicy) -> Option<Connecti
                     head.target
                 );
                 refuse(&mut client, "400 Bad Request", &why).await;
-                return None;
+                return Vec::new();
             }
         }
     };
     let Some((host, port)) = dest else {
         let why = format!("`{}` does not name a host and port", head.target);
         refuse(&mut client, "400 Bad Request", &why).await;
-        return None;
+        return Vec::new();
     };
     let mut conn = Connection {
         host: host.clone(),
@@ -427,11 +361,27 @@ async fn handle(mut client: TcpStream, policy: &EgressPolicy) -> Option<Connecti
             }
         }
     });
-    if let Err(why) = judged {
-        refuse(&mut client, "403 Forbidden", &why).await;
-        conn.reason = Some(why);
-        return Some(conn);
-    }
+    // A host a credential is bound to may answer with the value (reflected, or kept from an
+    // earlier request): the proxy must see the bytes to take it out, and a TLS tunnel hides them.
+    let judged = judged.and_then(|()| match super::scrub::bound_here(&policy.credentials, &host, port) {
+        Some(name) if connect => Err(format!(
+            "CONNECT to {host}:{port} is refused: credential `{name}` is bound to {host}, and the proxy cannot see into a TLS tunnel to take the credential's value out of what the server answers (a server can reflect or keep it); reach {host} with plain http:// through the proxy, where the credential is brokered and scrubbed, or with the `fetch` tool"
+        )),
+        _ => Ok(()),
+    });
+    // Every shape of body two parsers could delimit differently is refused before sending.
+    let judged = judged.and_then(|()| match connect {
+        true => Ok(Framing::Empty),
+        false => http1::request_framing(&head),
+    });
+    let framing = match judged {
+        Ok(f) => f,
+        Err(why) => {
+            refuse(&mut client, "403 Forbidden", &why).await;
+            conn.reason = Some(why);
+            return vec![conn];
+        }
+    };
     let addrs =
         match resolve_checked(&policy.allow_private, scheme, &host, port, policy.timeout).await {
             Ok(a) => a,
@@ -453,7 +403,7 @@ async fn handle(mut client: TcpStream, policy: &EgressPolicy) -> Option<Connecti
                 };
                 refuse(&mut client, status, &why).await;
                 conn.reason = Some(why);
-                return Some(conn);
+                return vec![conn];
             }
         };
     let mut upstream =
@@ -464,79 +414,160 @@ async fn handle(mut client: TcpStream, policy: &EgressPolicy) -> Option<Connecti
                 refuse(&mut client, "502 Bad Gateway", &why).await;
                 conn.allowed = true;
                 conn.reason = Some(why);
-                return Some(conn);
+                return vec![conn];
             }
             Err(_) => {
                 let why = format!("{host}:{port}: connecting timed out");
                 refuse(&mut client, "504 Gateway Timeout", &why).await;
                 conn.allowed = true;
                 conn.reason = Some(why);
-                return Some(conn);
+                return vec![conn];
             }
         };
     conn.allowed = true;
-    let first = if connect {
+    if connect {
         if client
             .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
             .await
             .is_err()
+            || upstream.write_all(&head.rest).await.is_err()
         {
-            return Some(conn);
+            return vec![conn];
         }
-        head.rest
-    } else {
-        let mut out = forward_head(&head);
-        out.extend_from_slice(&head.rest);
-        out
-    };
+        conn.sent = head.rest.len() as u64;
+        // 64 KiB each way: with tokio's default 8 KiB a 100 MB download ran at a quarter of a
+        // direct connection's speed (docs/benchmarks.md, "The egress proxy").
+        let relay = tokio::io::copy_bidirectional_with_sizes(
+            &mut client,
+            &mut upstream,
+            RELAY_BUF,
+            RELAY_BUF,
+        );
+        if let Ok((up, down)) = relay.await {
+            conn.sent += up;
+            conn.received = down;
+        }
+        return vec![conn];
+    }
+    // Plain HTTP: this one request (its head and the body it frames), then the response.
+    let scrubber = super::scrub::for_host(&policy.credentials, &host, port);
+    let first = http1::forward_head(&head, scrubber.is_some());
     if upstream.write_all(&first).await.is_err() {
-        return Some(conn);
+        return vec![conn];
     }
     conn.sent = first.len() as u64;
-    // 64 KiB each way: with tokio's default 8 KiB a 100 MB download ran at a quarter of a
-    // direct connection's speed (docs/benchmarks.md, "The egress proxy").
-    let relay =
-        tokio::io::copy_bidirectional_with_sizes(&mut client, &mut upstream, RELAY_BUF, RELAY_BUF);
-    if let Ok((up, down)) = relay.await {
-        conn.sent += up;
-        conn.received = down;
+    let rest = std::mem::take(&mut head.rest);
+    let request = (conn.method.clone(), head.version.clone());
+    let (surplus, outcome) = relay_one(
+        &mut client,
+        &mut upstream,
+        rest,
+        framing,
+        scrubber,
+        (&host, &request.0, &request.1),
+        policy.timeout,
+        &mut conn,
+    )
+    .await;
+    if let Err((why, fresh)) = outcome {
+        if fresh {
+            refuse(&mut client, "502 Bad Gateway", &why).await;
+        }
+        conn.reason = Some(why);
     }
-    Some(conn)
+    let _ = client.shutdown().await;
+    let second = second_request(&conn, &surplus);
+    std::iter::once(conn).chain(second).collect()
 }
 
-/// The request head to send upstream: origin-form target, hop-by-hop and proxy headers
-/// dropped, one request per connection.
-fn forward_head(head: &Head) -> Vec<u8> {
-    let after_scheme = head.target.split_once("://").map(|(_, r)| r).unwrap_or("");
-    let path = match after_scheme.find(['/', '?']) {
-        Some(i) if after_scheme.as_bytes()[i] == b'/' => after_scheme[i..].to_string(),
-        Some(i) => format!("/{}", &after_scheme[i..]),
-        None => "/".to_string(),
-    };
-    let path = path.split('#').next().unwrap_or("/");
-    let mut out = format!("{} {path} {}\r\n", head.method, head.version);
-    // The Host header is the authority that was judged, whatever the client wrote.
-    let authority = after_scheme.split(['/', '?', '#']).next().unwrap_or("");
-    out.push_str(&format!("Host: {authority}\r\n"));
-    let hop = [
-        "host",
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "proxy-authorization",
-        "proxy-authenticate",
-        "te",
-        "trailer",
-        "upgrade",
-    ];
-    for (k, v) in &head.headers {
-        if hop.contains(&k.to_ascii_lowercase().as_str()) {
-            continue;
+/// Forward the body of one request and relay its response; what the client sent past the body
+/// (not forwarded) and how the relay ended.
+#[allow(clippy::too_many_arguments)]
+async fn relay_one(
+    client: &mut TcpStream,
+    upstream: &mut TcpStream,
+    rest: Vec<u8>,
+    framing: Framing,
+    scrubber: Option<super::scrub::Scrubber>,
+    (host, method, version): (&str, &str, &str),
+    timeout: Duration,
+    conn: &mut Connection,
+) -> (Vec<u8>, Result<(), (String, bool)>) {
+    let mut surplus = Vec::new();
+    let (mut sent, mut received) = (0u64, 0u64);
+    let outcome = {
+        let (mut cr, mut cw) = client.split();
+        let (mut ur, mut uw) = upstream.split();
+        let req = async {
+            let r = http1::forward_body(&mut cr, rest, &mut uw, framing, &mut surplus, &mut sent);
+            if let Err(why) = r.await {
+                return why;
+            }
+            // Whatever comes next is kept (to be recorded), never forwarded.
+            let mut b = [0u8; 4096];
+            while surplus.len() < http1::MAX_HEAD {
+                match cr.read(&mut b).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => surplus.extend_from_slice(&b[..n]),
+                }
+            }
+            std::future::pending::<String>().await
+        };
+        let resp = http1::relay_response(
+            &mut ur,
+            &mut cw,
+            scrubber,
+            host,
+            (method, version),
+            timeout,
+            &mut received,
+        );
+        tokio::pin!(req, resp);
+        tokio::select! {
+            r = &mut resp => r,
+            why = &mut req => Err((why, true)),
         }
-        out.push_str(&format!("{k}: {v}\r\n"));
-    }
-    out.push_str("Connection: close\r\n\r\n");
-    out.into_bytes()
+    };
+    conn.sent += sent;
+    conn.received = received;
+    (
+        surplus,
+        outcome.map_err(|(why, fresh)| (why, fresh && received == 0)),
+    )
+}
+
+/// The record of a second request sent on a connection after the first one's body: refused,
+/// never forwarded (`None`: nothing but blank lines came).
+fn second_request(first: &Connection, surplus: &[u8]) -> Option<Connection> {
+    let start = surplus.iter().position(|b| !matches!(b, b'\r' | b'\n'))?;
+    let surplus = &surplus[start..];
+    let end = surplus
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(surplus.len());
+    let head = http1::parse_head(&surplus[..end], Vec::new()).ok();
+    let named = head.as_ref().and_then(|h| {
+        let auth = match h.target.split_once("://") {
+            Some((_, rest)) => rest.split(['/', '?', '#']).next().unwrap_or(""),
+            None => h.all("host").first().copied().unwrap_or(""),
+        };
+        authority(auth, 80)
+    });
+    let (host, port) = named.unwrap_or_else(|| ("(unparsed)".to_string(), first.port));
+    Some(Connection {
+        host,
+        port,
+        method: head.map_or_else(|| "(unparsed)".to_string(), |h| h.method.to_ascii_uppercase()),
+        allowed: false,
+        reason: Some(
+            "a second request on one connection was not forwarded: the proxy forwards one request per connection and then closes it (send each request on a new connection)".to_string(),
+        ),
+        allowed_by: None,
+        credentials: Vec::new(),
+        leak: false,
+        sent: 0,
+        received: 0,
+    })
 }
 
 #[cfg(test)]

