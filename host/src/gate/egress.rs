@@ -10,13 +10,14 @@ use crate::exec::netns::CommandNet;
 use crate::exec::ApprovedCommand;
 use crate::key::{CallKey, RuleDecision};
 use crate::policy::Mode;
-use crate::sandbox::net::egress::{net_target, Asker, Egress, EgressPolicy};
+use crate::sandbox::net::egress::{net_target, Asker, Connection, Egress, EgressPolicy};
 use crate::sandbox::net::HostPattern;
 use crate::tools::{Observation, Risk};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
 /// The tool the `net:` keys belong to (for approvals and the audit).
@@ -31,11 +32,43 @@ pub(super) struct NetAsk {
 
 /// The proxy of one call, and the questions it sends while the command runs.
 pub(super) struct CallNet {
-    egress: Arc<Egress>,
+    slot: Arc<ProxySlot>,
     pub(super) asks: mpsc::Receiver<NetAsk>,
     /// What was answered in this call, by `net:` target (asked once per call).
     answered: HashMap<String, Result<String, String>>,
+    /// How many connections (listed, unlisted) are already in the call's record.
+    seen: (usize, u64),
 }
+
+/// Where a command's proxy lives: held by the command (its `CommandNet`), by the call and, for
+/// a background job, by the job's watcher, which stops it when the job has ended
+/// ([`ProxySlot::stop`]) whoever still holds the slot.
+pub(super) struct ProxySlot(std::sync::Mutex<Option<Arc<Egress>>>);
+
+impl ProxySlot {
+    fn egress(&self) -> Option<Arc<Egress>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The connections so far (none once stopped).
+    fn connections(&self) -> (Vec<Connection>, u64) {
+        self.egress().map(|e| e.connections()).unwrap_or_default()
+    }
+
+    /// Stop the proxy (every tunnel still open ends); what it recorded last is returned.
+    fn stop(&self) -> (Vec<Connection>, u64) {
+        let taken = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        taken.map(|e| e.connections()).unwrap_or_default()
+    }
+}
+
+/// How often a job's watcher looks at its proxy's record.
+const JOB_POLL: Duration = Duration::from_millis(100);
+/// After a job has ended, its proxy stays until nothing new was recorded for this long (a
+/// connection closing as the job ends is recorded when it closes)…
+const JOB_QUIET: Duration = Duration::from_millis(300);
+/// …and never longer than this.
+const JOB_DRAIN: Duration = Duration::from_secs(2);
 
 impl Gate {
     /// The command's own network behind the egress proxy, when it gets one: a command that
@@ -45,6 +78,12 @@ impl Gate {
     pub(super) fn command_net(&self, approved: &ApprovedCommand) -> Option<(CommandNet, CallNet)> {
         let shell = &self.policy.shell;
         if approved.class == "read-only" || shell.network || !self.exec_host.confinement().netns {
+            return None;
+        }
+        // A managed `network = false`: no proxy at all, so the command's namespace has no way
+        // out whatever a grant, an answer or the mode would say (the kernel decides).
+        let ceiling = shell.network_ceiling.clone();
+        if ceiling.as_ref().is_some_and(|c| c.hosts.is_none()) {
             return None;
         }
         let (ns, user, listener) = match crate::exec::netns::create() {
@@ -60,9 +99,17 @@ impl Gate {
         let (tx, asks) = mpsc::channel::<NetAsk>(16);
         let ask = Asker(Arc::new(move |host: String, port: u16| {
             let tx = tx.clone();
+            let ceiling = ceiling.clone();
             Box::pin(async move {
                 let target = net_target(&host, port);
-                let ended = format!("the call that started this command has ended, so nobody can approve `net:{target}` now; add \"{target}\" to `[shell] network` in the policy, or grant it with `--grant 'net:{target}'`");
+                // The managed ceiling first, before any rule, grant, answer or mode: a host
+                // outside it is refused and never asked about, during the call or after it.
+                if let Some(c) = &ceiling {
+                    if !c.allows(scheme_of(port), &host, port) {
+                        return Err(c.refusal(&format!("{NET_KEY}:{target}")));
+                    }
+                }
+                let ended = format!("the call that started this command has ended (it runs as a background job), so `net:{target}` can no longer be asked about or granted for it; add \"{target}\" to `[shell] network` in the policy, or run the command in the foreground");
                 let (reply, answer) = oneshot::channel();
                 if tx.send(NetAsk { host, port, reply }).await.is_err() {
                     return Err(ended);
@@ -92,18 +139,21 @@ impl Gate {
                 return None;
             }
         };
+        let port = egress.addr().port();
+        let slot = Arc::new(ProxySlot(std::sync::Mutex::new(Some(egress))));
         let net = CommandNet {
             ns: Arc::new(ns),
             user: user.map(Arc::new),
-            port: egress.addr().port(),
-            keep: egress.clone(),
+            port,
+            keep: slot.clone(),
         };
         Some((
             net,
             CallNet {
-                egress,
+                slot,
                 asks,
                 answered: HashMap::new(),
+                seen: (0, 0),
             },
         ))
     }
@@ -149,6 +199,11 @@ impl Gate {
     ) -> Result<String, String> {
         let key = CallKey::with_target(NET_KEY, target);
         let key_text = format!("{NET_KEY}:{target}");
+        if let Some(c) = &self.policy.shell.network_ceiling {
+            if !c.allows(scheme_of(ask.port), &ask.host, ask.port) {
+                return Err(c.refusal(&key_text));
+            }
+        }
         if let Some(r) = self.policy.strictest(&key) {
             match r.decision {
                 RuleDecision::Deny => {
@@ -216,12 +271,13 @@ impl Gate {
     /// and the observation's `data.network`.
     pub(super) fn record_net(
         &self,
-        net: &CallNet,
+        net: &mut CallNet,
         session: &str,
         observation: &mut Observation,
         call_id: &str,
     ) {
-        let (connections, unlisted) = net.egress.connections();
+        let (connections, unlisted) = net.slot.connections();
+        net.seen = (connections.len(), unlisted);
         if connections.is_empty() && unlisted == 0 {
             return;
         }
@@ -246,6 +302,155 @@ impl Gate {
             data if data.is_null() => *data = json!({ "network": network }),
             _ => {}
         }
+    }
+}
+
+impl Gate {
+    /// After the call: a command that became a background job keeps its proxy, watched until
+    /// the job ends (every later connection audited with the job's id and this call's id, and
+    /// shown by `job_output`), then stopped. Any other command's proxy stops now.
+    pub(super) fn after_command(
+        &self,
+        net: CallNet,
+        session: &str,
+        call_id: &str,
+        observation: &Observation,
+    ) {
+        let CallNet { slot, seen, .. } = net;
+        let job = observation.data.get("job_id").and_then(Value::as_str);
+        let watched = job.and_then(|id| {
+            let (log, probe) = self.exec_host.jobs.watch_net(session, id)?;
+            Some((id.to_string(), log, probe))
+        });
+        let Some((job_id, log, probe)) = watched else {
+            slot.stop();
+            return;
+        };
+        let audit = JobAudit {
+            db: self.state.path().to_path_buf(),
+            open: None,
+            session: session.to_string(),
+            call_id: call_id.to_string(),
+            job_id,
+        };
+        let spawned = std::thread::Builder::new()
+            .name("toolgate-job-net".into())
+            .spawn({
+                let slot = slot.clone();
+                move || watch_job(&slot, log, probe, audit, seen)
+            });
+        if let Err(e) = spawned {
+            // Unwatched, the job's connections would go unrecorded: it loses its network.
+            tracing::warn!(error = %e, "a background job's network cannot be watched; its proxy stops now");
+            slot.stop();
+        }
+    }
+}
+
+/// Where a job's connections are audited: its own connection to the state database, opened
+/// when the job first connects after its call (the gate's is not shared across threads).
+struct JobAudit {
+    db: std::path::PathBuf,
+    open: Option<crate::state::StateDb>,
+    session: String,
+    call_id: String,
+    job_id: String,
+}
+
+impl JobAudit {
+    /// Audit `connections` (each a `network` event of the call, with the job's id) and hand
+    /// them to the job's log for `job_output`.
+    fn record(
+        &mut self,
+        log: &crate::exec::jobs::JobNetLog,
+        connections: &[Connection],
+        unlisted: u64,
+    ) {
+        if connections.is_empty() && unlisted == 0 {
+            return;
+        }
+        let details: Vec<Value> = connections
+            .iter()
+            .map(|c| {
+                let mut v = json!(c);
+                if let Value::Object(map) = &mut v {
+                    map.insert("job_id".into(), json!(self.job_id));
+                }
+                v
+            })
+            .collect();
+        let mut events: Vec<(&str, Value)> =
+            details.iter().map(|d| ("network", d.clone())).collect();
+        if unlisted > 0 {
+            events.push((
+                "network",
+                json!({ "job_id": self.job_id, "unlisted": unlisted }),
+            ));
+        }
+        if self.open.is_none() {
+            match crate::state::StateDb::open(&self.db) {
+                Ok(db) => self.open = Some(db),
+                Err(e) => {
+                    tracing::warn!(error = %e, job = %self.job_id, "audit write failed: the state database cannot be opened for a background job's connections")
+                }
+            }
+        }
+        if let Some(db) = &self.open {
+            if let Err(e) = db.audit(
+                &self.call_id,
+                &self.session,
+                crate::exec::SHELL_TOOL,
+                &events,
+            ) {
+                tracing::warn!(error = %e, "audit write failed");
+            }
+        }
+        log.push(details, unlisted);
+    }
+}
+
+/// Watch a background job's proxy: record what is new every [`JOB_POLL`]; when the job has
+/// ended, wait until nothing new came for [`JOB_QUIET`] (at most [`JOB_DRAIN`]), stop the
+/// proxy and record what it held last.
+fn watch_job(
+    slot: &ProxySlot,
+    log: crate::exec::jobs::JobNetLog,
+    probe: crate::exec::jobs::JobProbe,
+    mut audit: JobAudit,
+    mut seen: (usize, u64),
+) {
+    let news = |(connections, unlisted): (Vec<Connection>, u64),
+                seen: &mut (usize, u64),
+                audit: &mut JobAudit| {
+        let new = connections.get(seen.0..).unwrap_or_default();
+        let more = unlisted.saturating_sub(seen.1);
+        let any = !new.is_empty() || more > 0;
+        audit.record(&log, new, more);
+        *seen = (connections.len().max(seen.0), unlisted.max(seen.1));
+        any
+    };
+    while probe.running() {
+        std::thread::sleep(JOB_POLL);
+        news(slot.connections(), &mut seen, &mut audit);
+    }
+    let end = Instant::now() + JOB_DRAIN;
+    let mut quiet = Instant::now();
+    while Instant::now() < end && quiet.elapsed() < JOB_QUIET {
+        std::thread::sleep(JOB_POLL / 2);
+        if news(slot.connections(), &mut seen, &mut audit) {
+            quiet = Instant::now();
+        }
+    }
+    news(slot.stop(), &mut seen, &mut audit);
+    log.finish();
+}
+
+/// The scheme a destination's port suggests (the ceiling's patterns may name one).
+fn scheme_of(port: u16) -> &'static str {
+    if port == 443 {
+        "https"
+    } else {
+        "http"
     }
 }
 

@@ -124,6 +124,28 @@ impl Gate {
         }
         step("mode", "pass", format!("mode `{}`", mode.as_str()));
 
+        // The managed network ceiling: a `fetch` or `download` outside it is refused whatever
+        // a rule, grant, answer or mode says; a command's network is bounded by it.
+        if let Some(c) = &self.policy.shell.network_ceiling {
+            let (info, input) = (&tool.info, &v.input);
+            if super::validate::is_fetch(info) || super::validate::is_download(info) {
+                if let (Some(list), Ok((scheme, host, port))) =
+                    (c.patterns(), super::validate::fetch_target(input))
+                {
+                    if !list.iter().any(|p| p.matches(&scheme, &host, port)) {
+                        step("ceiling", "deny", c.refusal(&format!("{tool_name}:{host}")));
+                        return end(stages, "deny".into());
+                    }
+                }
+            } else if shell.is_some() {
+                step(
+                    "ceiling",
+                    "note",
+                    format!("the command's network: {}", c.text()),
+                );
+            }
+        }
+
         if let Some(Class::Banned(why)) = shell.as_ref().map(|k| &k.class) {
             step("rules", "deny", format!("banned: {why}"));
             return end(stages, "deny".into());

@@ -96,6 +96,13 @@ impl Gate {
                 return *o;
             }
         }
+        // The managed network ceiling bounds `fetch` and `download` too: a host outside it is
+        // refused here, whatever allowed the call.
+        if is_fetch(&p.tool.info) || is_download(&p.tool.info) {
+            if let Some(o) = self.outside_ceiling(&name, &p.input, call_id) {
+                return o;
+            }
+        }
         if is_fetch(&p.tool.info) {
             let mut net = self.fetch_grant(FETCH_TOOL, session, &p.input);
             net.deadline = Some(Instant::now() + limits.timeout);
@@ -328,8 +335,9 @@ impl Gate {
                 observation.data = json!({ "network_refused": refusals });
             }
         }
-        if let Some(net) = &call_net {
-            self.record_net(net, session, &mut observation, call_id);
+        if let Some(mut net) = call_net {
+            self.record_net(&mut net, session, &mut observation, call_id);
+            self.after_command(net, session, call_id, &observation);
         }
         if let Some(net) = &caps.net {
             let leaks = net.leaks.lock().map(|l| l.clone()).unwrap_or_default();
@@ -419,8 +427,10 @@ impl Gate {
                 .collect(),
         );
         if !grant.http.is_empty() {
+            let mut allow = grant.http.clone();
+            allow.extend(self.ceiling_patterns());
             caps.net = Some(NetGrant {
-                allow: grant.http.clone(),
+                allow,
                 also: None,
                 allow_private: self.policy.network.allow_private.clone(),
                 max_response_bytes: self.policy.network.max_response_bytes,
@@ -458,7 +468,16 @@ impl Gate {
         if let Ok(grants) = self.project_grants.current() {
             patterns.extend(grants.into_iter().map(|g| g.pattern));
         }
+        let ceiling = self.ceiling_patterns();
         let also: crate::sandbox::net::HostCheck = Arc::new(move |host: &str| {
+            // `also` sees the host alone: only a ceiling pattern for every port of it lets a
+            // redirect through this way (one naming a port is matched by the lists above).
+            let inside = |p: &HostPattern| {
+                p.port().is_none() && (p.matches("https", host, 443) || p.matches("http", host, 80))
+            };
+            if ceiling.first().is_some_and(|c| !c.iter().any(inside)) {
+                return false;
+            }
             let key = CallKey::with_target(tool, host);
             match policy.strictest(&key).map(|r| r.decision) {
                 Some(RuleDecision::Deny) | Some(RuleDecision::Ask) => false,
@@ -466,8 +485,10 @@ impl Gate {
                 None => allow_all || patterns.iter().any(|p| p.matches(&key)),
             }
         });
+        let mut allow = vec![approved];
+        allow.extend(self.ceiling_patterns());
         NetGrant {
-            allow: vec![approved],
+            allow,
             also: Some(also),
             allow_private: self.policy.network.allow_private.clone(),
             max_response_bytes: self.policy.network.max_response_bytes,
@@ -477,6 +498,39 @@ impl Gate {
             credentials: self.credentials.clone(),
             leaks: Default::default(),
         }
+    }
+
+    /// The managed host list as one more list every request of a guest must match (empty
+    /// without a list; a managed `network = false` is about shell commands and bounds no
+    /// guest: `deny` rules for `fetch:*` and `download:*` do that).
+    fn ceiling_patterns(&self) -> Vec<Vec<HostPattern>> {
+        self.policy
+            .shell
+            .network_ceiling
+            .as_ref()
+            .and_then(|c| c.patterns())
+            .into_iter()
+            .collect()
+    }
+
+    /// A `fetch` or `download` of a URL outside the managed host list: refused, naming the
+    /// ceiling.
+    fn outside_ceiling(&self, name: &str, input: &Value, call_id: &str) -> Option<Observation> {
+        let ceiling = self.policy.shell.network_ceiling.as_ref()?;
+        let patterns = ceiling.patterns()?;
+        let (scheme, host, port) = fetch_target(input).ok()?;
+        if patterns.iter().any(|p| p.matches(&scheme, &host, port)) {
+            return None;
+        }
+        let mut o = Observation::denied(
+            name,
+            call_id,
+            "rules",
+            ceiling.refusal(&format!("{name}:{host}")),
+            "the managed policy's `[shell] network` list bounds every host a tool reaches; ask whoever manages this machine".into(),
+        );
+        o.source = Some(ceiling.origin.clone());
+        Some(o)
     }
 
     /// Whether `tool` is a scan that runs on the scans' thread (see [`Gate::run_scans_apart`]).

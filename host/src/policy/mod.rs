@@ -22,6 +22,7 @@ pub use layer::Layer;
 pub use lsp::{LspLanguage, LspPolicy};
 pub use network::NetworkPolicy;
 pub use plugins::PluginsPolicy;
+pub use shell_network::NetworkCeiling;
 pub use sources::{managed_policy_path, LayerSources, WorkspaceLayer};
 
 pub mod trust;
@@ -156,6 +157,9 @@ pub struct ShellPolicy {
     pub network_deny: Vec<String>,
     /// `[shell] network_mode = "limited"`: only GET/HEAD/OPTIONS on plain HTTP.
     pub network_limited: bool,
+    /// The managed layer's `[shell] network` (`false` or a list): a ceiling no rule, grant,
+    /// answer or mode reaches past (`shell_network.rs`).
+    pub network_ceiling: Option<NetworkCeiling>,
     /// Environment variables passed through besides the built-in allowlist.
     pub env: Vec<String>,
     /// Programs banned besides the built-in list.

@@ -15,6 +15,10 @@
 //! - `network = false` turns the whole network off and clears the list, in any layer (it is
 //!   stricter); `network = true` gives the whole network, never from an untrusted layer, and a
 //!   managed `true` changes nothing.
+//! - The managed layer's `network = false` or list is also kept as the [`NetworkCeiling`]:
+//!   `false` gives commands no proxy at all (their namespace has no way out), a list bounds
+//!   every later `net:` decision (rules, grants, a person's answer, `allow-all`) and the hosts
+//!   `fetch`, `download` and plugins reach; a host outside it is refused, never asked.
 //! - `network_deny` adds its hosts in every layer. `network_mode = "limited"` applies in every
 //!   layer; `"full"` lifts it only from a trusted layer (an untrusted layer's is ignored, a
 //!   managed layer's changes nothing).
@@ -37,6 +41,72 @@ pub(super) enum NetworkFile {
     Whole(bool),
     /// The hosts commands may reach through the egress proxy.
     Hosts(Vec<String>),
+}
+
+/// The managed layer's `[shell] network`: the most that any other layer, grant, answer or
+/// mode gives the network.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NetworkCeiling {
+    /// The host patterns (as written) anything may reach; `None`: `network = false`, no
+    /// network at all for shell commands.
+    pub hosts: Option<Vec<String>>,
+    /// The managed file that set it.
+    pub origin: String,
+}
+
+impl NetworkCeiling {
+    /// The ceiling's patterns (checked when the policy was loaded; `None` when it is off).
+    pub fn patterns(&self) -> Option<Vec<HostPattern>> {
+        self.hosts.as_ref().map(|list| {
+            list.iter()
+                .filter_map(|t| HostPattern::parse(t).ok())
+                .collect()
+        })
+    }
+
+    /// Whether `scheme://host:port` is inside the ceiling, read as the proxy reads its
+    /// allowlist: a pattern without a port names the web ports (80, 443) only.
+    pub fn allows(&self, scheme: &str, host: &str, port: u16) -> bool {
+        self.patterns().is_some_and(|list| {
+            list.iter().any(|p| {
+                p.matches(scheme, host, port) && (p.port().is_some() || port == 80 || port == 443)
+            })
+        })
+    }
+
+    /// Why `what` (`net:HOST`, `fetch:HOST`, …) is refused: the ceiling, where it is set, and
+    /// that nothing below it reaches past it.
+    pub fn refusal(&self, what: &str) -> String {
+        match &self.hosts {
+            None => format!(
+                "`{what}` is refused by the managed policy's network ceiling: `[shell] network = false` in {} gives shell commands no network at all; no grant, answer or mode lifts it (ask whoever manages this machine)",
+                self.origin
+            ),
+            Some(list) => format!(
+                "`{what}` is outside the managed policy's network ceiling: `[shell] network = {list:?}` in {} bounds every network decision; no grant, answer or mode reaches past it (ask whoever manages this machine to add the host there)",
+                self.origin
+            ),
+        }
+    }
+
+    /// The ceiling in one line (for `policy check` and `policy explain`).
+    pub fn text(&self) -> String {
+        match &self.hosts {
+            None => format!(
+                "managed ceiling ({}): no network for shell commands, whatever the grants, mode or answers",
+                self.origin
+            ),
+            Some(list) => format!(
+                "managed ceiling ({}): only {} may ever be reached, whatever the grants, mode or answers",
+                self.origin,
+                if list.is_empty() {
+                    "no host".to_string()
+                } else {
+                    list.join(", ")
+                }
+            ),
+        }
+    }
 }
 
 /// The two values `network_mode` takes.
@@ -110,14 +180,28 @@ fn union(to: &mut Vec<String>, list: &[String]) {
 }
 
 /// Apply one layer's `[shell] network*` settings (checked at load). `strict_only` for an
-/// untrusted layer, `ceiling` for the managed one.
+/// untrusted layer, `managed` (the file) for the managed one.
 pub(super) fn apply(
     p: &mut ShellPolicy,
     sh: &ShellFile,
-    (strict_only, ceiling): (bool, bool),
+    (strict_only, managed): (bool, Option<&str>),
     applied: &mut Vec<String>,
     ignore: &mut dyn FnMut(String, String),
 ) {
+    let ceiling = managed.is_some();
+    if let (Some(origin), Some(f)) = (managed, &sh.network) {
+        let hosts = match f {
+            NetworkFile::Whole(false) => Some(None),
+            NetworkFile::Hosts(list) => Some(Some(list.clone())),
+            NetworkFile::Whole(true) => None,
+        };
+        if let Some(hosts) = hosts {
+            p.network_ceiling = Some(NetworkCeiling {
+                hosts,
+                origin: origin.to_string(),
+            });
+        }
+    }
     let as_ceiling = |part: String| {
         if ceiling {
             format!("{part} (a ceiling)")
@@ -229,9 +313,18 @@ impl ShellPolicy {
         if self.network_limited {
             text.push_str("; limited (GET, HEAD, OPTIONS only)");
         }
-        text.push_str(
-            "; a host not listed is asked as `net:<host>` (session scope at most; denied hosts never)",
-        );
+        match &self.network_ceiling {
+            Some(c) if c.hosts.is_none() => return c.text(),
+            Some(c) => {
+                text.push_str(
+                    "; a host not listed is asked as `net:<host>` (session scope at most; denied hosts and hosts outside the ceiling never); ",
+                );
+                text.push_str(&c.text());
+            }
+            None => text.push_str(
+                "; a host not listed is asked as `net:<host>` (session scope at most; denied hosts never)",
+            ),
+        }
         text
     }
 }

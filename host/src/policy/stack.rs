@@ -215,7 +215,7 @@ impl Stack {
             p.shell.banned.push(b.clone());
             applied.push(format!("[shell] banned `{b}`"));
         }
-        let how = (strict_only, ceiling);
+        let how = (strict_only, ceiling.then_some(layer.origin.as_str()));
         shell_network::apply(&mut p.shell, sh, how, &mut applied, &mut ignore);
         // Lists that give something: an untrusted layer adds nothing, a managed one is the
         // set the others may choose from.
