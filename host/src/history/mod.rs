@@ -144,6 +144,9 @@ fn diff_stat(old: &FileVersion, new: &FileVersion) -> (Option<usize>, Option<usi
         if v.is_absent() {
             return Some(String::new());
         }
+        if !v.content_matches() {
+            return None;
+        }
         v.content
             .as_ref()
             .map(|c| String::from_utf8_lossy(c).into_owned())

@@ -197,6 +197,15 @@ pub fn undo(
                 None
             } else {
                 match before.content {
+                    // A row changed after toolgate wrote it (its content no longer hashes to
+                    // the sha256 recorded with it) is never written back.
+                    Some(_) if !before.content_matches() => {
+                        unrestorable.push((
+                            rel,
+                            format!("the version before call {call} was altered: its content does not match the sha256 recorded with it, so it is not written back"),
+                        ));
+                        continue;
+                    }
                     Some(c) => Some(c),
                     None => {
                         let why = before.content_note().unwrap_or("content not kept");

@@ -263,7 +263,8 @@ pub struct ApprovalState {
     pub conversation: String,
     /// Unix seconds after which the state is refused.
     pub expires: u64,
-    /// Random, for single use.
+    /// `<issued ms since the epoch>.<random>` ([`crate::state::state_nonce`]), for single use: the
+    /// state database refuses a state issued before it was created.
     pub nonce: String,
 }
 
@@ -283,7 +284,7 @@ impl ApprovalState {
             choices: question.choices.clone(),
             conversation: conversation.to_string(),
             expires: now_secs() + question.expires_in_secs.max(1),
-            nonce: crate::gate::unique_id("st"),
+            nonce: crate::state::state_nonce(&crate::gate::unique_id("st")),
         }
     }
 

@@ -46,10 +46,32 @@ impl FileVersion {
         self.origin == "tool" || self.origin == "undo"
     }
 
+    /// Whether the kept content is what the sha256 recorded with it says (`true` when no
+    /// content is kept, or the file was absent). A row whose content was changed after it was
+    /// written (by anything but toolgate) is `false`, and nothing restores or diffs it.
+    pub fn content_matches(&self) -> bool {
+        match &self.content {
+            _ if self.is_absent() => true,
+            None => true,
+            Some(c) => {
+                let actual = super::keyring::sha256_hex(c);
+                // Both are lowercase hex of fixed length when they match; compare every byte.
+                actual.len() == self.sha256.len()
+                    && actual
+                        .bytes()
+                        .zip(self.sha256.bytes())
+                        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                        == 0
+            }
+        }
+    }
+
     /// Why the content of this version was not kept, for display (`None` when it was, or
     /// when the file was absent).
     pub fn content_note(&self) -> Option<&'static str> {
-        if self.content.is_some() || self.is_absent() {
+        if !self.content_matches() {
+            Some("content does not match the sha256 recorded with it (the history was altered); it is never written back")
+        } else if self.content.is_some() || self.is_absent() {
             None
         } else if super::reads::is_metadata_stamp(&self.sha256) {
             Some(

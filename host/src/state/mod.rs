@@ -6,6 +6,8 @@ mod audit_calls;
 mod audit_queue;
 mod history;
 pub mod keyring;
+mod open;
+mod own;
 mod read_rows;
 mod reads;
 pub mod redact;
@@ -16,6 +18,7 @@ mod session_grants;
 pub use audit::{redact, AuditEvent, AuditQuery};
 pub use audit_calls::AuditCall;
 pub use history::FileVersion;
+pub use open::state_nonce;
 
 /// Files larger than this keep only their hash in history, not their content (nor do files
 /// over `[limits] stamp_bytes`, whichever is smaller).
@@ -81,7 +84,7 @@ pub struct StateDb {
     path: PathBuf,
     conn: Mutex<Connection>,
     /// Audit events go to a writer thread so calls do not wait for SQLite.
-    writer: audit_queue::Sender<audit::AuditMsg>,
+    writer: WriterSlot,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Read records of this process not yet in the database, by (session, path): the writer
     /// thread removes each once its row is committed, so the database stays the authority
@@ -95,6 +98,29 @@ pub struct StateDb {
     reads_at_once: std::sync::atomic::AtomicBool,
     /// Signs and verifies session grants (a shipped `state.db` grants nothing).
     grant_signer: session_grants::Signer,
+    /// When the database was created, from its marker signed with the user's key (unix
+    /// seconds); 0 until [`StateDb::authenticate`] checked it.
+    created_ms: std::sync::atomic::AtomicU64,
+    /// Databases quarantined but not yet in this one's audit (see `own.rs`).
+    untold: Mutex<Vec<open::Quarantined>>,
+}
+
+/// The audit writer's queue, replaced when the database is (see [`StateDb::authenticate`]).
+pub(crate) struct WriterSlot(std::sync::RwLock<audit_queue::Sender<audit::AuditMsg>>);
+
+impl WriterSlot {
+    fn get(&self) -> std::sync::RwLockReadGuard<'_, audit_queue::Sender<audit::AuditMsg>> {
+        self.0.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queue `item` for the writer (see [`audit_queue::Sender::send`]).
+    pub(crate) fn send(&self, item: audit::AuditMsg, urgent: bool) -> Result<(), audit::AuditMsg> {
+        self.get().send(item, urgent)
+    }
+
+    fn close(&self) {
+        self.get().close();
+    }
 }
 
 impl Drop for StateDb {
@@ -132,39 +158,31 @@ impl StateDb {
         for companion in companions(path) {
             crate::workspace::layout::check_state_file(&companion).map_err(refuse)?;
         }
-        let conn =
-            Connection::open_with_flags(path, open_flags()).map_err(|e| state_err(path, e))?;
-        // The calls' connection retries a locked database every 100 µs at first: the writer
-        // thread holds the lock for a batch of ~0.1 ms, and SQLite's own timeout first sleeps
-        // a whole millisecond (a shared read's record, written here, paid it at p99).
-        conn.busy_handler(Some(retry_locked))
-            .map_err(|e| state_err(path, e))?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(|e| state_err(path, e))?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(|e| state_err(path, e))?;
-        // Checkpoints (which fsync) are left to the writer thread's connection, so a call never
-        // waits for one.
-        conn.pragma_update(None, "wal_autocheckpoint", 0)
-            .map_err(|e| state_err(path, e))?;
-        conn.execute_batch(SCHEMA).map_err(|e| state_err(path, e))?;
-        session_grants::migrate(&conn).map_err(|e| state_err(path, e))?;
+        let mut quarantined = Vec::new();
+        let conn = open_checked(path, &mut quarantined)?;
+        configure(&conn).map_err(|e| state_err(path, e))?;
         if let Some(dir) = path.parent() {
             crate::workspace::layout::ensure_gitignore(dir, created_dir.is_some());
         }
         let pending_reads = read_rows::PendingReads::default();
         let (writer, handle) =
             audit::start_writer(path, pending_reads.clone()).map_err(|e| Error::io(path, e))?;
-        Ok(StateDb {
+        let db = StateDb {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
-            writer,
+            writer: WriterSlot(std::sync::RwLock::new(writer)),
             writer_thread: Mutex::new(Some(handle)),
             pending_reads,
             unsent_reads: Mutex::new(Vec::new()),
             reads_at_once: std::sync::atomic::AtomicBool::new(false),
             grant_signer: Default::default(),
-        })
+            created_ms: std::sync::atomic::AtomicU64::new(0),
+            untold: Mutex::new(Vec::new()),
+        };
+        for q in quarantined {
+            db.tell_quarantined(q);
+        }
+        Ok(db)
     }
 
     /// Where the database is.
@@ -183,10 +201,31 @@ impl StateDb {
     }
 
     /// Record that a signed approval state (MCP 2026-07-28 `requestState`) with `nonce` was
-    /// used, valid until `expires_s` (unix seconds). `false` when it was used before, by this
+    /// used, valid until `expires_s` (ms since the epoch). `false` when it was used before, by this
     /// process or any other serving this workspace: every process behind a balancer shares
     /// this database, so an approval given once runs once. Expired nonces are dropped.
+    ///
+    /// A state issued before this database was created (by its signed marker; the issue time
+    /// is in the nonce, see [`state_nonce`]) is refused with an error: the record of its use
+    /// may have been in a database since removed or quarantined. So is every state while the
+    /// database is not authenticated ([`StateDb::authenticate`]).
     pub fn use_state_once(&self, nonce: &str, expires_s: u64, now_s: u64) -> Result<bool> {
+        let created = self.created_ms.load(std::sync::atomic::Ordering::Acquire);
+        if created == 0 {
+            return Err(Error::State {
+                path: self.path.clone(),
+                message: "the state database is not authenticated with your signing key, so whether this approval was already used cannot be known; ask again".into(),
+            });
+        }
+        match open::issued_of(nonce) {
+            Some(issued) if issued > created => {}
+            _ => {
+                return Err(Error::State {
+                    path: self.path.clone(),
+                    message: format!("this approval was issued before the state database was created (at {created}, ms since the epoch), so whether it was already used cannot be known; retry the call without requestState and inputResponses to be asked again"),
+                })
+            }
+        }
         let conn = self.conn();
         let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         conn.execute(
@@ -237,6 +276,66 @@ impl StateDb {
             .map_err(|e| self.err(e))?;
         Ok(())
     }
+}
+
+/// Open the database at `path` through [`open::connect`], quarantining (and replacing) one
+/// that holds schema objects toolgate does not make or is not a database; each quarantine is
+/// added to `quarantined`.
+fn open_checked(path: &Path, quarantined: &mut Vec<open::Quarantined>) -> Result<Connection> {
+    let identity = |p: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(p)
+            .ok()
+            .map(|m| (m.dev(), m.ino()))
+    };
+    for _ in 0..4 {
+        let before = identity(path);
+        let conn = open::connect(path).map_err(|e| state_err(path, e))?;
+        // The calls' connection retries a locked database every 100 µs at first: the writer
+        // thread holds the lock for a batch of ~0.1 ms, and SQLite's own timeout first sleeps
+        // a whole millisecond (a shared read's record, written here, paid it at p99).
+        conn.busy_handler(Some(retry_locked))
+            .map_err(|e| state_err(path, e))?;
+        let reason = match open::foreign_objects(&conn) {
+            Ok(foreign) if foreign.is_empty() => return Ok(conn),
+            Ok(foreign) => format!(
+                "it holds schema objects toolgate does not make ({})",
+                foreign.join(", ")
+            ),
+            Err(e) if open::is_not_a_database(&e) => {
+                format!("it is not a sound SQLite database ({e})")
+            }
+            Err(e) => return Err(state_err(path, e)),
+        };
+        open::close_untouched(conn);
+        // Another process may have put it aside (and made a fresh one) meanwhile.
+        if before.is_some() && identity(path) == before {
+            let file = open::quarantine(path).map_err(|e| Error::State {
+                path: path.to_path_buf(),
+                message: format!(
+                    "{reason}, and moving it aside failed: {}",
+                    crate::fsutil::plain_error(&e)
+                ),
+            })?;
+            quarantined.push(open::Quarantined { file, reason });
+        }
+    }
+    Err(Error::State {
+        path: path.to_path_buf(),
+        message: "the state database was replaced again each time it was opened; remove .toolgate/state.db and retry".into(),
+    })
+}
+
+/// The settings and schema of the calls' connection.
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // Checkpoints (which fsync) are left to the writer thread's connection, so a call never
+    // waits for one.
+    conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+    conn.execute_batch(SCHEMA)?;
+    session_grants::migrate(conn)?;
+    conn.execute_batch(open::MARKER_SCHEMA)
 }
 
 /// How the state database is opened: SQLite's defaults, and never through a symlink.

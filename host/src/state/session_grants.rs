@@ -28,9 +28,16 @@ pub(crate) fn migrate(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
 }
 
 impl StateDb {
-    /// Sign session grants with `keyring` for `workspace` from now on. Until this is called
-    /// no session grant is honoured.
+    /// Authenticate the database with `keyring` for `workspace` ([`StateDb::authenticate`]:
+    /// one the user's toolgate did not make is quarantined and replaced), then sign session
+    /// grants with that key from now on. Until this succeeds no session grant is honoured
+    /// (and no approval state accepted); a failure is told on stderr.
     pub fn sign_session_grants(&self, keyring: Arc<Keyring>, workspace: &std::path::Path) {
+        if let Err(e) = self.authenticate(&keyring, workspace) {
+            eprintln!("toolgate: WARNING: the state database could not be authenticated, so no session grant or approval state is honoured: {e}");
+            tracing::error!(error = %e, "state database not authenticated");
+            return;
+        }
         let _ = self
             .grant_signer
             .0
