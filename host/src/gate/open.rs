@@ -141,6 +141,12 @@ impl Gate {
         }
         let denied_globs = workspace.guest_denied_globs();
         let fs_deny = Arc::new(FsDeny::new(workspace.share()));
+        // The secrets' identities, taken now, before a process outside the host can move
+        // them: a secret directory or file later exchanged with a plain one, or renamed, is
+        // still denied under its new name (workspace/view/remember.rs).
+        if let Err(e) = fs_deny.index_secrets() {
+            tracing::warn!(error = %e, "secrets are denied by name only: where they are could not be found");
+        }
         let project_grants = ProjectGrants::signed(
             workspace
                 .state_dir()

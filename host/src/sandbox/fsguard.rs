@@ -47,6 +47,14 @@
 //!   its real path is read once (`/proc/self/fd`) and it is judged by that, so a directory
 //!   swapped for a symlink to the state directory before that open is the state directory.
 //!
+//! Secrets are also refused by identity: every object `open-at` opens (file or directory)
+//! whose (device, inode) is a deny-listed one's, under any name, is refused with `access` (a
+//! second name, or a secret directory exchanged with a plain one by a process outside the host;
+//! see `workspace/view/remember.rs`). The index is looked up once per call. A file created
+//! inside a secret directory after the index was taken, opened by a path through the secret's
+//! new name, is not caught here (the walk checks every directory it enters; this guard checks
+//! only what it opened, not each directory on the way).
+//!
 //! The state directory is also matched by name at any depth (`x/.toolgate/...` is refused), a
 //! symlink the guest creates must not point at anything denied, and listings leave denied
 //! entries out. Without `openat2` (Linux before 5.6) or on other systems the calls go to

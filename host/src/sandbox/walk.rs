@@ -20,6 +20,12 @@
 //! `.aws`) is skipped and counted as an error, so nothing is read under a name that was judged
 //! for another object.
 //!
+//! Secrets are skipped by identity too: an entry whose (device, listed inode) is a deny-listed
+//! file's or directory's, under any name (a secret directory exchanged with a plain one), is
+//! neither returned nor entered, and a start through one is refused; the index is the
+//! workspace's ([`crate::workspace::Workspace::secret_identity`]), looked up when the walk
+//! starts.
+//!
 //! The semantics are those of the guests' own walk (`guest-tools/sdk/src/walk.rs`, the `ignore`
 //! crate): hidden files included, `.ignore` then `.gitignore` honoured (each directory's and
 //! those of the start's parents that lie inside a preopen; a closer file wins, a `.ignore` match

@@ -114,7 +114,7 @@ pub struct Workspace {
 /// One call's view of the secrets' inodes: looked up on the first file with more than one link
 /// the call meets, then kept for the rest of the call (a grep over many such files pays one
 /// refresh, not one each).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct LinkSnapshot(Option<std::result::Result<Arc<Plan>, String>>);
 
 /// What to do about a file the deny-list hides that is not a secret. The built-in patterns
@@ -203,6 +203,55 @@ impl Workspace {
                 "an unknown file (where the secrets are could not be found: {e})"
             )),
         }
+    }
+
+    /// The deny-listed file or directory an object with identity `(dev, ino)` is, whatever
+    /// its name now (a secret directory exchanged with a plain one is still the secret; see
+    /// `view/remember.rs`): the index is looked up once per snapshot. When it cannot be built,
+    /// a file with several links fails closed as in [`Workspace::linked_secret`]; anything
+    /// else is left to the by-name checks (the reason is logged once per snapshot).
+    pub fn secret_identity(
+        &self,
+        snapshot: &mut LinkSnapshot,
+        dev: u64,
+        ino: u64,
+        nlink: u64,
+        is_dir: bool,
+    ) -> Option<String> {
+        let plan = self.snapshot(snapshot);
+        match plan {
+            Ok(plan) => plan
+                .secret_identity(dev, ino, is_dir)
+                .map(|p| format!("`{p}`")),
+            Err(e) if !is_dir && nlink > 1 => Some(format!(
+                "an unknown file (where the secrets are could not be found: {e})"
+            )),
+            Err(_) => None,
+        }
+    }
+
+    /// `snapshot`, looked up now when it was not yet (the reason it could not be is logged).
+    pub fn snapshot<'a>(
+        &self,
+        snapshot: &'a mut LinkSnapshot,
+    ) -> &'a std::result::Result<Arc<Plan>, String> {
+        snapshot.0.get_or_insert_with(|| {
+            let plan = self.links.plan();
+            if let Err(e) = &plan {
+                tracing::warn!(
+                    error = %e,
+                    "secrets are denied by name only in this call: where they are could not be found"
+                );
+            }
+            plan
+        })
+    }
+
+    /// Find where the secrets are now (the index [`Workspace::secret_identity`] asks), so the
+    /// identities of the secrets are known before any process outside the host moves them;
+    /// called when a gate opens. The error says why it could not be built.
+    pub fn index_secrets(&self) -> std::result::Result<(), String> {
+        self.links.plan().map(|_| ())
     }
 
     /// The canonical workspace root.

@@ -40,6 +40,7 @@
 mod links;
 mod listing;
 mod plan;
+mod remember;
 mod walk;
 
 pub use listing::GIT_READONLY;
@@ -110,6 +111,9 @@ struct Cache {
     stats: WalkStats,
     /// Paths already warned about (unreadable directories), so the log says it once.
     warned: HashSet<String>,
+    /// Every identity seen under a deny-listed name and still in the workspace
+    /// ([`remember`](remember::remember)).
+    remembered: remember::Memory,
 }
 
 impl Finder {
@@ -187,7 +191,9 @@ impl Finder {
             mut unnamable,
             stats,
             unreadable,
+            ..
         } = acc;
+        remember::remember(&mut cache.remembered, &mut plan, &root_fd);
         if let Err(message) =
             self.linked_names(&root_fd, cache.root.as_ref(), &mut plan, &mut unnamable)
         {

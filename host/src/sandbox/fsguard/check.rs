@@ -91,14 +91,13 @@ impl GuardedFsView<'_> {
         Ok(())
     }
 
-    /// Whether a regular file is a second name of a secret (free with one link).
-    pub(super) fn linked(&mut self, dev: u64, ino: u64, nlink: u64) -> bool {
-        if nlink <= 1 {
-            return false;
-        }
+    /// Whether an opened object is a secret under another name: a directory or regular file
+    /// whose identity is a deny-listed one's (a second name, or a secret exchanged with or
+    /// renamed to a plain name; see [`FsDeny::secret_identity`]).
+    pub(super) fn secret_object(&mut self, dev: u64, ino: u64, nlink: u64, is_dir: bool) -> bool {
         let Some(deny) = self.guard.deny.clone() else {
             return false;
         };
-        deny.linked_secret(&mut self.guard.links, dev, ino, nlink)
+        deny.secret_identity(&mut self.guard.links, dev, ino, nlink, is_dir)
     }
 }

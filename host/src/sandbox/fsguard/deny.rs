@@ -100,6 +100,33 @@ impl FsDeny {
             .is_some()
     }
 
+    /// Whether a directory or regular file with identity `(dev, ino)` is a deny-listed one
+    /// under any name (see [`Workspace::secret_identity`]).
+    pub(crate) fn secret_identity(
+        &self,
+        snapshot: &mut LinkSnapshot,
+        dev: u64,
+        ino: u64,
+        nlink: u64,
+        is_dir: bool,
+    ) -> bool {
+        self.workspace
+            .secret_identity(snapshot, dev, ino, nlink, is_dir)
+            .is_some()
+    }
+
+    /// A snapshot of where the secrets are, looked up now (see [`Workspace::snapshot`]).
+    pub(crate) fn snapshot(&self) -> LinkSnapshot {
+        let mut snapshot = LinkSnapshot::default();
+        let _ = self.workspace.snapshot(&mut snapshot);
+        snapshot
+    }
+
+    /// Find where the secrets are now (see [`Workspace::index_secrets`]).
+    pub fn index_secrets(&self) -> Result<(), String> {
+        self.workspace.index_secrets()
+    }
+
     /// The canonical workspace root as the host sees it.
     pub(crate) fn host_root(&self) -> &std::path::Path {
         &self.host_root

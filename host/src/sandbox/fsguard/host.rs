@@ -250,7 +250,7 @@ impl HostDescriptor for GuardedFsView<'_> {
                     let nlink = stat.st_nlink as u64;
                     let regular = rustix::fs::FileType::from_raw_mode(stat.st_mode)
                         == rustix::fs::FileType::RegularFile;
-                    if regular && self.linked(stat.st_dev, stat.st_ino, nlink) {
+                    if regular && self.secret_object(stat.st_dev, stat.st_ino, nlink, false) {
                         return Err(ErrorCode::Access.into());
                     }
                 }

@@ -61,7 +61,7 @@ impl GuardedFsView<'_> {
         // Opening a FIFO blocks until a writer comes (and reading a device may never end),
         // inside a host call the epoch deadline cannot interrupt: only regular files,
         // directories and symlinks to them are opened.
-        // A regular file with several links: checked against the secrets' inodes once opened.
+        // A regular file with several links: refused when it cannot be identified once opened.
         let mut several_links = false;
         let probe = Resource::new_borrow(fd.rep());
         match HostDescriptor::stat_at(&mut self.inner, probe, path_flags, path.clone()).await {
@@ -95,21 +95,31 @@ impl GuardedFsView<'_> {
             }
             return Ok(opened);
         }
-        if several_links {
-            let id = match self.inner.table.get(&opened)? {
-                Descriptor::File(f) => {
-                    use std::os::unix::fs::MetadataExt;
-                    f.file
-                        .metadata()
-                        .ok()
-                        .map(|m| (m.dev(), m.ino(), m.nlink()))
-                }
-                Descriptor::Dir(_) => None,
-            };
-            if id.is_none_or(|(dev, ino, nlink)| self.linked(dev, ino, nlink)) {
-                self.inner.table.delete(opened)?;
-                return Err(ErrorCode::Access.into());
+        // What was opened must not be a secret under another name (a second name, or one
+        // exchanged with or renamed to a plain name).
+        #[allow(clippy::unnecessary_cast)]
+        let id = match self.inner.table.get(&opened)? {
+            Descriptor::File(f) => {
+                use std::os::unix::fs::MetadataExt;
+                f.file
+                    .metadata()
+                    .ok()
+                    .map(|m| (m.dev(), m.ino(), m.nlink(), false))
             }
+            Descriptor::Dir(d) => {
+                use std::os::fd::AsFd;
+                rustix::fs::fstat(d.dir.as_fd())
+                    .ok()
+                    .map(|st| (st.st_dev as u64, st.st_ino as u64, 1, true))
+            }
+        };
+        let secret = match id {
+            Some((dev, ino, nlink, dir)) => self.secret_object(dev, ino, nlink, dir),
+            None => several_links,
+        };
+        if secret {
+            self.inner.table.delete(opened)?;
+            return Err(ErrorCode::Access.into());
         }
         let descriptor = self.inner.table.get(&opened)?;
         let is_dir = matches!(descriptor, Descriptor::Dir(_));
@@ -191,7 +201,7 @@ impl GuardedFsView<'_> {
         }
         {
             use std::os::unix::fs::MetadataExt;
-            if self.linked(meta.dev(), meta.ino(), meta.nlink()) {
+            if self.secret_object(meta.dev(), meta.ino(), meta.nlink(), false) {
                 return Err(ErrorCode::Access.into());
             }
         }
@@ -318,7 +328,7 @@ impl GuardedFsView<'_> {
         if !(kind.is_file() || kind.is_dir()) {
             return Err(ErrorCode::Access.into());
         }
-        if kind.is_file() && self.linked(meta.dev(), meta.ino(), meta.nlink()) {
+        if self.secret_object(meta.dev(), meta.ino(), meta.nlink(), kind.is_dir()) {
             return Err(ErrorCode::Access.into());
         }
         if kind.is_file() && oflags.contains(O::TRUNCATE) {

@@ -5,7 +5,7 @@ use super::ignores::{Budget, IgnoreAt, Matcher};
 use super::listing::{fstat_dev, open_listed_dir, open_root, read_children, Child, DirFd, Kind};
 use super::start::Start;
 use super::{WalkScope, DEFAULT_IGNORES};
-use crate::workspace::Access;
+use crate::workspace::{Access, LinkSnapshot};
 use ignore::Match;
 use rustix::fd::AsFd as _;
 use rustix::fs::{Mode, OFlags};
@@ -91,6 +91,9 @@ pub(crate) struct Walker {
     real_buf: String,
     listing_buf: Vec<std::mem::MaybeUninit<u8>>,
     visited: usize,
+    /// Where the secrets are (their identities), looked up when the walk starts: a directory
+    /// or file whose identity is a secret's is skipped under any name.
+    ids: LinkSnapshot,
 }
 
 impl Walker {
@@ -122,6 +125,10 @@ impl Walker {
             .unwrap_or_default();
         let mut errors = 0u32;
         let mut budget = Budget::new(&scope);
+        let mut ids = match &scope.deny {
+            Some(deny) => deny.snapshot(),
+            None => LinkSnapshot::default(),
+        };
         let use_ignore_files = !options.no_ignore_files;
         let cannot = |e: std::io::Error| {
             format!(
@@ -170,6 +177,7 @@ impl Walker {
             )
             .map_err(|e| cannot(e.into()))?;
             host.push(part);
+            secret_start(&scope, &mut ids, &fd, &start.lexical_rel)?;
         }
         let stat = rustix::fs::fstat(&fd).map_err(|e| cannot(e.into()))?;
         let dev = stat.st_dev as u64;
@@ -224,6 +232,7 @@ impl Walker {
             real_buf: String::new(),
             listing_buf,
             visited: 0,
+            ids,
         })
     }
 
@@ -284,6 +293,7 @@ impl Walker {
                 real_buf: String::new(),
                 listing_buf: Vec::new(),
                 visited: 0,
+                ids: self.ids.clone(),
             });
         }
         later.reverse();
@@ -364,6 +374,14 @@ impl Walker {
                 }
                 _ => false,
             };
+            // A secret under another name (exchanged with or renamed to this one) is skipped
+            // as its own name is: by the identity the listing gave (an open of a directory
+            // checks it is that one).
+            if let Some(deny) = &self.scope.deny {
+                if deny.secret_identity(&mut self.ids, top.dev, ino, 1, is_dir) {
+                    continue;
+                }
+            }
             // The host path is for ignore-file matching and for a directory entered.
             let rules = use_ignore_files && top.rules;
             let descend = is_dir && self.options.max_depth.is_none_or(|max| depth < max);
@@ -479,6 +497,29 @@ fn ignored(stack: &[Dir], parents: &[(Matcher, Matcher)], path: &Path, is_dir: b
         }
     }
     false
+}
+
+/// Refuse a start whose directory (or one on the way to it) is a secret under another name.
+#[allow(clippy::unnecessary_cast)]
+fn secret_start(
+    scope: &super::WalkScope,
+    ids: &mut LinkSnapshot,
+    fd: &rustix::fd::OwnedFd,
+    start: &str,
+) -> Result<(), String> {
+    let Some(deny) = &scope.deny else {
+        return Ok(());
+    };
+    let Ok(st) = rustix::fs::fstat(fd) else {
+        return Ok(());
+    };
+    if deny.secret_identity(ids, st.st_dev as u64, st.st_ino as u64, 1, true) {
+        return Err(format!(
+            "`{}` is denied to tools: it is a secret directory under another name (moved or exchanged after it was seen under a deny-listed name)",
+            display_rel(start)
+        ));
+    }
+    Ok(())
 }
 
 fn join_rel(base: &str, name: &str) -> String {

@@ -42,6 +42,11 @@ pub struct Plan {
     /// [`Plan::linked_secret`], and the names found linking to them are in `secret_files`.
     #[serde(default)]
     pub secret_inodes: Vec<SecretInode>,
+    /// The (device, inode) of every deny-listed directory and every directory inside one,
+    /// sorted: a directory reached under another name (exchanged with `renameat2`, renamed) is
+    /// still the secret. Not mounts: the file tools ask [`Plan::secret_identity`].
+    #[serde(default)]
+    pub secret_dir_inodes: Vec<SecretInode>,
 }
 
 /// One deny-listed file's identity.
@@ -58,13 +63,22 @@ pub struct SecretInode {
 impl Plan {
     /// The deny-listed file whose inode `(dev, ino)` is, if any.
     pub fn linked_secret(&self, dev: u64, ino: u64) -> Option<&str> {
-        let i = self
-            .secret_inodes
-            .partition_point(|s| (s.dev, s.ino) < (dev, ino));
-        self.secret_inodes
-            .get(i)
-            .filter(|s| (s.dev, s.ino) == (dev, ino))
-            .map(|s| s.path.as_str())
+        find(&self.secret_inodes, dev, ino)
+    }
+
+    /// The deny-listed directory whose identity `(dev, ino)` is, if any.
+    pub fn secret_dir(&self, dev: u64, ino: u64) -> Option<&str> {
+        find(&self.secret_dir_inodes, dev, ino)
+    }
+
+    /// The deny-listed file or directory (by [`Plan::linked_secret`] or [`Plan::secret_dir`])
+    /// whose identity `(dev, ino)` is, whatever its name now.
+    pub fn secret_identity(&self, dev: u64, ino: u64, is_dir: bool) -> Option<&str> {
+        if is_dir {
+            self.secret_dir(dev, ino)
+        } else {
+            self.linked_secret(dev, ino)
+        }
     }
 
     /// How many mounts the plan needs (`git_unprotected` are not mounts).
@@ -76,6 +90,14 @@ impl Plan {
             + self.git_files.len()
             + self.pinned_dirs.len()
     }
+}
+
+/// The entry of a sorted identity list with identity `(dev, ino)`.
+fn find(list: &[SecretInode], dev: u64, ino: u64) -> Option<&str> {
+    let i = list.partition_point(|s| (s.dev, s.ino) < (dev, ino));
+    list.get(i)
+        .filter(|s| (s.dev, s.ino) == (dev, ino))
+        .map(|s| s.path.as_str())
 }
 
 /// What the last [`Finder::plan`](super::Finder::plan) did, for logs and benchmarks.
@@ -104,6 +126,8 @@ pub(super) fn finish(plan: &mut Plan) {
     }
     plan.secret_inodes.sort();
     plan.secret_inodes.dedup();
+    plan.secret_dir_inodes.sort();
+    plan.secret_dir_inodes.dedup();
     let git: BTreeSet<&str> = plan.git_dirs.iter().map(String::as_str).collect();
     let mut pinned = BTreeSet::new();
     for path in plan.git_dirs.iter().chain(&plan.git_files) {

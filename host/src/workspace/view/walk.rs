@@ -2,7 +2,7 @@
 //! parent without following symlinks, and read again only when its key changed or was racy.
 
 use super::listing::{Child, Listing, ReadError, Role};
-use super::plan::{Plan, WalkStats};
+use super::plan::{Plan, SecretInode, WalkStats};
 use rustix::fs::{fstat, openat, statat, AtFlags, Dir, FileType, Mode, OFlags};
 use rustix::io::Errno;
 use std::collections::HashMap;
@@ -37,6 +37,19 @@ pub(super) struct Acc {
     pub(super) unreadable: Vec<String>,
 }
 
+impl Acc {
+    /// Keep a visited directory's identity when it is a secret's.
+    fn visited(&mut self, key: &DirKey, rel: &str, role: Role) {
+        if role == Role::Secret {
+            self.plan.secret_dir_inodes.push(SecretInode {
+                dev: key.dev,
+                ino: key.ino,
+                path: rel.to_string(),
+            });
+        }
+    }
+}
+
 impl super::Finder {
     /// Walk the directory open as `dir` (workspace-relative `rel`), reusing `node` when its key
     /// is unchanged, and add what it and its subdirectories yield to `acc`.
@@ -62,6 +75,7 @@ impl super::Finder {
             return Ok(());
         }
         let key = dir_key(&st);
+        acc.visited(&key, rel, role);
         let fresh = match node {
             Some(n) => n.key != key || n.racy,
             None => true,
@@ -135,6 +149,7 @@ impl super::Finder {
                         });
                     if same {
                         acc.stats.dirs_visited += 1;
+                        acc.visited(&leaf.key, &child.rel, child.role);
                         self.account(acc, &leaf.listing, &child.rel)?;
                         continue;
                     }
