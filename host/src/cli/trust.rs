@@ -257,7 +257,25 @@ pub(super) fn trust(root: &Path, yes: bool, forget: bool) -> Result<ExitCode> {
             "files      the policy runs these workspace files; trusting it binds them as shown (any change untrusts the workspace):"
         )?;
     }
-    for f in &layer.files {
+    use toolgate::gate::approval::escape_name;
+    let absent: Vec<String> = layer
+        .files
+        .iter()
+        .filter(|f| f.file.state == toolgate::policy::hooks::ABSENT)
+        .map(|f| format!("`{}`", escape_name(&f.file.path)))
+        .collect();
+    if !absent.is_empty() {
+        writeln!(
+            out,
+            "  naming nothing now (a file created there untrusts the workspace): {}",
+            absent.join(", ")
+        )?;
+    }
+    for f in layer
+        .files
+        .iter()
+        .filter(|f| f.file.state != toolgate::policy::hooks::ABSENT)
+    {
         let news = match &f.trusted {
             None => "new",
             Some(t) if t != &f.file.state => "CHANGED",
@@ -266,9 +284,9 @@ pub(super) fn trust(root: &Path, yes: bool, forget: bool) -> Result<ExitCode> {
         writeln!(
             out,
             "  {}  {}  ({}; {news})",
-            f.file.path,
+            escape_name(&f.file.path),
             f.file.state,
-            f.used_by.join(", ")
+            escape_name(&f.used_by.join(", "))
         )?;
         if news == "as trusted" || layer.trusted_by.is_some() {
             continue;
@@ -277,7 +295,12 @@ pub(super) fn trust(root: &Path, yes: bool, forget: bool) -> Result<ExitCode> {
             None => {}
             Some(bytes) => match printable(&bytes[..bytes.len().min(SHOW_BYTES)]) {
                 Some(text) => {
-                    writeln!(out, "  ----- {} ({} bytes) -----", f.file.path, bytes.len())?;
+                    writeln!(
+                        out,
+                        "  ----- {} ({} bytes) -----",
+                        escape_name(&f.file.path),
+                        bytes.len()
+                    )?;
                     write!(out, "{text}")?;
                     if !text.ends_with('\n') {
                         writeln!(out)?;
@@ -289,7 +312,7 @@ pub(super) fn trust(root: &Path, yes: bool, forget: bool) -> Result<ExitCode> {
                             bytes.len() - SHOW_BYTES
                         )?;
                     } else {
-                        writeln!(out, "  ----- end of {} -----", f.file.path)?;
+                        writeln!(out, "  ----- end of {} -----", escape_name(&f.file.path))?;
                     }
                 }
                 None => writeln!(

@@ -296,14 +296,14 @@ pub fn verified_argv(hook: &HookSpec, workspace: &Path) -> Result<VerifiedArgv, 
             else {
                 return Err(format!(
                     "names `{}`, which your trust does not cover (it was not there when you trusted the workspace); not run: {again}",
-                    named.shown
+                    crate::text::escape_name(&named.shown)
                 ));
             };
             let (state, bytes) = observe(&named.path);
             if state != pin.state {
                 return Err(format!(
                     "runs `{}`, which changed since you trusted the workspace ({} then, {} now); not run: {again}",
-                    named.shown,
+                    crate::text::escape_name(&named.shown),
                     short(&pin.state),
                     short(&state)
                 ));
@@ -314,13 +314,13 @@ pub fn verified_argv(hook: &HookSpec, workspace: &Path) -> Result<VerifiedArgv, 
                 }
                 return Err(format!(
                     "runs `{}`, which cannot be verified ({state}); not run",
-                    named.shown
+                    crate::text::escape_name(&named.shown)
                 ));
             };
             let fd = sealed_copy(&bytes).map_err(|e| {
                 format!(
                     "runs `{}`, whose verified copy cannot be made ({e}); not run",
-                    named.shown
+                    crate::text::escape_name(&named.shown)
                 )
             })?;
             let copy = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));

@@ -9,6 +9,7 @@ use super::{
     trust, LayerKind, LayerSources, Policy, PolicySource, Problem, TelemetryPolicy, WorkspaceLayer,
     PRESETS,
 };
+use crate::text::escape_name;
 use std::path::Path;
 
 impl Policy {
@@ -98,14 +99,14 @@ impl Policy {
                 match &f.trusted {
                     None => changed.push(format!(
                         "`{}` ({}) is not covered by your trust: it is {} now",
-                        f.file.path,
-                        f.used_by.join(", "),
+                        escape_name(&f.file.path),
+                        escape_name(&f.used_by.join(", ")),
                         state_words(&f.file.state)
                     )),
                     Some(t) if t != &f.file.state => changed.push(format!(
                         "`{}` ({}) changed since you trusted it: {} then, {} now",
-                        f.file.path,
-                        f.used_by.join(", "),
+                        escape_name(&f.file.path),
+                        escape_name(&f.used_by.join(", ")),
                         state_words(t),
                         state_words(&f.file.state)
                     )),
@@ -322,5 +323,65 @@ fn pin_hooks(l: &mut Layer, workspace: &Path, ws: &WorkspaceLayer) {
             })
             .collect();
         h.pins = Some(pins);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::userdirs::UserDirs;
+
+    fn sources(ws: &Path, user: &Path) -> LayerSources {
+        LayerSources {
+            workspace: ws.to_path_buf(),
+            user: Some(UserDirs {
+                config: user.to_path_buf(),
+                state: user.join("state"),
+            }),
+            ..LayerSources::default()
+        }
+    }
+
+    #[test]
+    fn trust_binds_the_hook_files_and_a_change_untrusts_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(ws.join(".toolgate")).unwrap();
+        std::fs::create_dir_all(ws.join("scripts")).unwrap();
+        std::fs::write(ws.join("scripts/check.sh"), "#!/bin/sh\necho ok\n").unwrap();
+        let policy = "[[hooks]]\ncommand = [\"bash\", \"scripts/check.sh\"]\n";
+        std::fs::write(ws.join(".toolgate/policy.toml"), policy).unwrap();
+        let src = sources(&ws, user.path());
+        let store = trust::TrustStore::new(user.path());
+        let sha = trust::sha256_hex(policy.as_bytes());
+
+        // A record of the policy's hash alone (as written before files were bound).
+        store.trust_shown(&ws, &sha, Vec::new()).unwrap();
+        let l = Policy::workspace_layer(&src);
+        assert!(l.trusted_by.is_none());
+        assert!(l.changed[0].contains("scripts/check.sh"), "{:?}", l.changed);
+
+        store.trust(&ws, &sha).unwrap();
+        let l = Policy::workspace_layer(&src);
+        assert!(l.trusted_by.is_some(), "{:?}", l.changed);
+        let policy_now = Policy::layered_with(&src, &l).unwrap();
+        let pins = policy_now.hooks[0].pins.clone().unwrap();
+        assert_eq!(pins.len(), 1);
+        assert_eq!(pins[0].index, 1);
+
+        std::fs::write(ws.join("scripts/check.sh"), "#!/bin/sh\necho evil\n").unwrap();
+        let l = Policy::workspace_layer(&src);
+        assert!(l.trusted_by.is_none() && l.changed_since_trust);
+        let p = Policy::layered_with(&src, &l).unwrap();
+        assert!(p.hooks.is_empty(), "an untrusted layer's hooks never run");
+        assert!(
+            p.ignored
+                .iter()
+                .any(|i| i.reason.contains("scripts/check.sh")),
+            "{:?}",
+            p.ignored
+        );
     }
 }

@@ -165,4 +165,26 @@ mod tests {
         assert!(t.forget(ws).unwrap());
         assert!(!t.is_trusted(ws, "aa"));
     }
+
+    #[test]
+    fn trust_records_the_bound_files_shown_and_old_records_read() {
+        use super::super::hooks::BoundFile;
+        let dir = tempfile::tempdir().unwrap();
+        let t = TrustStore::new(dir.path());
+        let ws = Path::new("/w");
+        let f = BoundFile {
+            path: "scripts/check.sh".into(),
+            state: "ab".repeat(32),
+        };
+        t.trust_shown(ws, "aa", vec![f.clone(), f.clone()]).unwrap();
+        let e = t.entry(ws).unwrap().unwrap();
+        assert_eq!(e.files, vec![f]);
+        // A record written before files were bound still reads (with none).
+        std::fs::write(
+            t.path(),
+            "[[workspace]]\npath = \"/w\"\npolicy_sha256 = \"aa\"\n",
+        )
+        .unwrap();
+        assert!(t.entry(ws).unwrap().unwrap().files.is_empty());
+    }
 }
