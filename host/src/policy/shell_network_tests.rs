@@ -267,3 +267,51 @@ fn deny_lists_are_a_union_of_every_layer() {
     );
     assert!(p.ignored.is_empty(), "{:?}", p.ignored);
 }
+
+#[test]
+fn only_the_managed_layer_sets_the_network_ceiling() {
+    // `false`: the ceiling is off (no hosts at all), named by its file.
+    let p = stacked(&[
+        (LayerKind::User, "[shell]\nnetwork = true\n", true),
+        (LayerKind::Managed, "[shell]\nnetwork = false\n", true),
+    ]);
+    let c = p.shell.network_ceiling.clone().unwrap();
+    assert_eq!(c.hosts, None);
+    assert_eq!(c.origin, "managed.toml");
+    assert!(!c.allows("https", "a.example.com", 443));
+    assert!(c.refusal("net:a.example.com").contains("managed.toml"));
+    assert!(p.shell.network_text().starts_with("managed ceiling"));
+    // A list: its patterns, read as the proxy reads them (no port: the web ports only).
+    let p = stacked(&[(
+        LayerKind::Managed,
+        "[shell]\nnetwork = [\"*.example.com\", \"git.example.org:22\"]\n",
+        true,
+    )]);
+    let c = p.shell.network_ceiling.clone().unwrap();
+    assert!(c.allows("https", "a.example.com", 443));
+    assert!(!c.allows("http", "a.example.com", 8080));
+    assert!(c.allows("http", "git.example.org", 22));
+    assert!(!c.allows("https", "evil.example.net", 443));
+    let text = c.refusal("net:evil.example.net");
+    assert!(
+        text.contains("`net:evil.example.net`") && text.contains("ceiling"),
+        "{text}"
+    );
+    assert!(p.shell.network_text().contains("managed ceiling"));
+    // `true` in the managed layer, and any other layer's `false` or list, set none.
+    for (kind, text) in [
+        (LayerKind::Managed, "[shell]\nnetwork = true\n"),
+        (LayerKind::User, "[shell]\nnetwork = false\n"),
+        (
+            LayerKind::CommandLine,
+            "[shell]\nnetwork = [\"a.example.com\"]\n",
+        ),
+        (
+            LayerKind::Workspace,
+            "[shell]\nnetwork = [\"a.example.com\"]\n",
+        ),
+    ] {
+        let p = stacked(&[(kind, text, true)]);
+        assert_eq!(p.shell.network_ceiling, None, "{kind:?}: {text}");
+    }
+}
