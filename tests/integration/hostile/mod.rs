@@ -4,6 +4,7 @@
 mod clients;
 mod credentials;
 mod git_blobs;
+mod links;
 mod network;
 mod secrets;
 mod state_db;
