@@ -440,6 +440,21 @@ async fn a_pipelined_request_is_judged_not_forwarded() {
     );
 }
 
+/// The final scrub of every observation also takes out every value the host knows it must never
+/// show (`state::secrets`), whichever tool's output carries it: here a file `read` shows.
+#[tokio::test]
+async fn a_known_secret_value_is_taken_out_of_every_observation() {
+    const KNOWN: &str = "known-value-4b1d-e3a9-77f0";
+    toolgate::state::secrets::register(KNOWN, "[a known secret]");
+    let ws = Ws::new();
+    ws.write("notes.txt", format!("token: {KNOWN}\nend\n"));
+    let g = gate_granting(&ws, &["read"]).await;
+    let o = call(&g, "read", json!({"path": "notes.txt"})).await;
+    let all = shown(&o);
+    assert!(!all.contains(KNOWN), "{all}");
+    assert!(o.content.contains("[a known secret]"), "{o:#?}");
+}
+
 /// Run as another user (nobody, root without CAP_SYS_ADMIN, nobody without user namespaces):
 /// `in_modes!(in hostile::credentials, …)` names the test `hostile :: credentials::…` (its
 /// `stringify!` of a path keeps the spaces), which filters out every test, so the wrappers name
