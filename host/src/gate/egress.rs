@@ -347,6 +347,46 @@ impl Gate {
     }
 }
 
+impl Gate {
+    /// The managed host list as one more list every request of a guest must match (empty
+    /// without a list; a managed `network = false` is about shell commands and bounds no
+    /// guest: `deny` rules for `fetch:*` and `download:*` do that).
+    pub(super) fn ceiling_patterns(&self) -> Vec<Vec<HostPattern>> {
+        self.policy
+            .shell
+            .network_ceiling
+            .as_ref()
+            .and_then(|c| c.patterns())
+            .into_iter()
+            .collect()
+    }
+
+    /// A `fetch` or `download` of a URL outside the managed host list: refused, naming the
+    /// ceiling.
+    pub(super) fn outside_ceiling(
+        &self,
+        name: &str,
+        input: &Value,
+        call_id: &str,
+    ) -> Option<Observation> {
+        let ceiling = self.policy.shell.network_ceiling.as_ref()?;
+        let patterns = ceiling.patterns()?;
+        let (scheme, host, port) = super::validate::fetch_target(input).ok()?;
+        if patterns.iter().any(|p| p.matches(&scheme, &host, port)) {
+            return None;
+        }
+        let mut o = Observation::denied(
+            name,
+            call_id,
+            "rules",
+            ceiling.refusal(&format!("{name}:{host}")),
+            "the managed policy's `[shell] network` list bounds every host a tool reaches; ask whoever manages this machine".into(),
+        );
+        o.source = Some(ceiling.origin.clone());
+        Some(o)
+    }
+}
+
 /// Where a job's connections are audited: its own connection to the state database, opened
 /// when the job first connects after its call (the gate's is not shared across threads).
 struct JobAudit {

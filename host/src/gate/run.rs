@@ -500,39 +500,6 @@ impl Gate {
         }
     }
 
-    /// The managed host list as one more list every request of a guest must match (empty
-    /// without a list; a managed `network = false` is about shell commands and bounds no
-    /// guest: `deny` rules for `fetch:*` and `download:*` do that).
-    fn ceiling_patterns(&self) -> Vec<Vec<HostPattern>> {
-        self.policy
-            .shell
-            .network_ceiling
-            .as_ref()
-            .and_then(|c| c.patterns())
-            .into_iter()
-            .collect()
-    }
-
-    /// A `fetch` or `download` of a URL outside the managed host list: refused, naming the
-    /// ceiling.
-    fn outside_ceiling(&self, name: &str, input: &Value, call_id: &str) -> Option<Observation> {
-        let ceiling = self.policy.shell.network_ceiling.as_ref()?;
-        let patterns = ceiling.patterns()?;
-        let (scheme, host, port) = fetch_target(input).ok()?;
-        if patterns.iter().any(|p| p.matches(&scheme, &host, port)) {
-            return None;
-        }
-        let mut o = Observation::denied(
-            name,
-            call_id,
-            "rules",
-            ceiling.refusal(&format!("{name}:{host}")),
-            "the managed policy's `[shell] network` list bounds every host a tool reaches; ask whoever manages this machine".into(),
-        );
-        o.source = Some(ceiling.origin.clone());
-        Some(o)
-    }
-
     /// Whether `tool` is a scan that runs on the scans' thread (see [`Gate::run_scans_apart`]).
     fn is_scan_apart(&self, tool: &crate::tools::registry::RegisteredTool) -> bool {
         self.scans_apart.load(std::sync::atomic::Ordering::Relaxed)
