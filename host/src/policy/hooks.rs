@@ -222,7 +222,7 @@ pub fn observe(path: &Path) -> (String, Option<Vec<u8>>) {
     let mut bytes = Vec::new();
     match file.take(MAX_BOUND_BYTES + 1).read_to_end(&mut bytes) {
         Ok(_) if bytes.len() as u64 > MAX_BOUND_BYTES => ("too large".into(), None),
-        Ok(_) => (super::trust::sha256_hex(&bytes), Some(bytes)),
+        Ok(_) => (crate::state::keyring::sha256_hex(&bytes), Some(bytes)),
         Err(_) => ("unreadable".into(), None),
     }
 }

@@ -97,7 +97,7 @@ fn observe_names_absent_directories_and_hashes_files() {
     assert_eq!(observe(&root).0, DIRECTORY);
     let p = script(&root, "a.sh", "true");
     let (state, bytes) = observe(&p);
-    assert_eq!(state, super::super::trust::sha256_hex(&bytes.unwrap()));
+    assert_eq!(state, crate::state::keyring::sha256_hex(&bytes.unwrap()));
 }
 
 #[test]
