@@ -5,6 +5,10 @@
 //! Over HTTP both revisions are measured on one keep-alive connection: a 2025-11-25 session
 //! (`ping` is the protocol-only baseline) and stateless 2026-07-28 requests (`ping` is gone
 //! there; `server/discover` is the baseline).
+//!
+//! Last, authenticated calls on new connections under an idle-socket attack (issue #49: sockets
+//! opened before any token and left idle), beside the same calls without it (target: p99 <=
+//! 50 ms, no call refused). `TG_MCP=preauth` runs only that part.
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -352,6 +356,13 @@ pub async fn run() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir_all(dir.path().join("ws")).unwrap();
     std::fs::write(dir.path().join("ws/small.txt"), FILE).unwrap();
+    if std::env::var("TG_MCP").as_deref() == Ok("preauth") {
+        let path = dir.path().to_path_buf();
+        tokio::task::spawn_blocking(move || preauth(&path))
+            .await
+            .unwrap();
+        return;
+    }
     let (p50, p99) = in_process(dir.path()).await;
     println!("MCP reference: the same `read` through the gate in process");
     println!("  in process     p50 {p50:>8.1} µs   p99 {p99:>8.1} µs   (call - ping - this = what the MCP layer adds)");
@@ -359,7 +370,131 @@ pub async fn run() {
     tokio::task::spawn_blocking(move || {
         stdio(&path);
         http(&path);
+        preauth(&path);
     })
     .await
     .unwrap();
+}
+
+/// A `serve --http` with one token in a file of `dir`'s: the child and its port.
+fn http_server(dir: &Path, token: &str) -> (Child, u16) {
+    let tokens = dir.join("preauth-tokens");
+    std::fs::write(&tokens, format!("{token}\n")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let mut child = serve(dir)
+        .args(["--http", "127.0.0.1:0", "--token-file"])
+        .arg(&tokens)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let port: u16 = loop {
+        let line = lines.next().expect("serve exited").unwrap();
+        if let Some(rest) = line.strip_prefix("toolgate: serving MCP on http://127.0.0.1:") {
+            break rest.trim_end_matches("/mcp").trim().parse().unwrap();
+        }
+    };
+    std::thread::spawn(move || for _ in lines.by_ref() {});
+    (child, port)
+}
+
+/// One authenticated stateless `read` on a new connection: its time, or `None` when it was
+/// refused (503) or the connection was closed unanswered.
+fn fresh_call(port: u16, token: &str) -> Option<Duration> {
+    use std::io::Read as _;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "read", "arguments": {"path": "small.txt"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: read\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let started = Instant::now();
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_nodelay(true).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(15)))
+        .ok()?;
+    stream.write_all(req.as_bytes()).ok()?;
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let took = started.elapsed();
+    answer.starts_with(b"HTTP/1.1 200").then_some(took)
+}
+
+/// `k` fresh-connection calls: p50, p99 (of those answered, µs) and how many were refused.
+fn fresh_calls(port: u16, token: &str, k: usize) -> ((f64, f64), usize) {
+    let mut times = Vec::with_capacity(k);
+    let mut refused = 0;
+    for _ in 0..k {
+        match fresh_call(port, token) {
+            Some(t) => times.push(t),
+            None => refused += 1,
+        }
+        // An agent's pace, not a flood of our own.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if times.is_empty() {
+        return ((f64::NAN, f64::NAN), refused);
+    }
+    (stats(times), refused)
+}
+
+/// Authenticated calls with and without `IDLE` sockets held open by someone without a token,
+/// all of them re-opened every 2 s (the server closes idle ones after 3 s).
+fn preauth(dir: &Path) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    const IDLE: usize = 200;
+    let token = "p".repeat(64);
+    let (mut child, port) = http_server(dir, &token);
+    let k = (n() / 4).max(100);
+    for _ in 0..20 {
+        fresh_call(port, &token).expect("the server answers");
+    }
+    let (reference, refused_ref) = fresh_calls(port, &token, k);
+    let stop = Arc::new(AtomicBool::new(false));
+    let attacker = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut opened = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                let idle: Vec<_> = (0..IDLE)
+                    .filter_map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).ok())
+                    .collect();
+                opened += idle.len();
+                let until = Instant::now() + Duration::from_secs(2);
+                while Instant::now() < until && !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                drop(idle);
+            }
+            opened
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let (attacked, refused_att) = fresh_calls(port, &token, k);
+    stop.store(true, Ordering::Relaxed);
+    let opened = attacker.join().unwrap();
+    println!(
+        "MCP over HTTP, authenticated calls on new connections ({k} each), p99 target <= 50 ms"
+    );
+    for (name, (p50, p99), refused) in [
+        ("no attack", reference, refused_ref),
+        ("idle sockets", attacked, refused_att),
+    ] {
+        println!(
+            "  {name:<14} p50 {p50:>8.1} µs   p99 {p99:>8.1} µs   refused or closed {refused}/{k}"
+        );
+    }
+    println!("  (the attack held {IDLE} idle sockets open, re-opened every 2 s: {opened} in all)");
+    let _ = child.kill();
+    let _ = child.wait();
 }
