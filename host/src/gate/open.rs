@@ -147,6 +147,16 @@ impl Gate {
         if let Err(e) = fs_deny.index_secrets() {
             tracing::warn!(error = %e, "secrets are denied by name only: where they are could not be found");
         }
+        // The values in the deny-listed files, redacted by value (every form) from the audit
+        // and the observations, read again when a file changes, for as long as this gate
+        // lives.
+        {
+            let deny = Arc::downgrade(&fs_deny);
+            crate::state::secrets::watch_workspace(
+                workspace.root().to_path_buf(),
+                Box::new(move || deny.upgrade().map(|d| d.secret_file_paths())),
+            );
+        }
         let project_grants = ProjectGrants::signed(
             workspace
                 .state_dir()

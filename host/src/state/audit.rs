@@ -233,10 +233,17 @@ const REDACTED: &str = "[redacted]";
 /// marker is never cut in half (the cut moves before it).
 fn excerpt(s: &str) -> (String, bool) {
     let window = prefix(s, MAX_STORED + SCAN_WINDOW);
-    let scanned = scan(window);
+    // Known values (see `super::secrets`) before the cut, so none is kept in half.
+    let known = super::secrets::scrub_known(window);
+    let scanned = scan(known.as_deref().unwrap_or(window));
     let mut cut = prefix(&scanned, MAX_STORED).len();
     if let Some(open) = scanned[..cut].rfind("[redacted") {
         if !scanned[open..cut].contains("…]") && scanned[open..].contains("…]") {
+            cut = open;
+        }
+    }
+    if let Some(open) = scanned[..cut].rfind("[secret value from ") {
+        if !scanned[open..cut].contains(']') {
             cut = open;
         }
     }
@@ -269,10 +276,11 @@ fn is_host_digest(key: &str, v: &Value) -> bool {
 fn scrub(v: &mut Value) {
     match v {
         Value::String(s) => {
-            if let Cow::Owned(clean) = scan(s) {
+            // Known values first, so the placeholder names what was removed.
+            if let Some(clean) = super::secrets::scrub_known(s) {
                 *s = clean;
             }
-            if let Some(clean) = super::secrets::scrub_known(s) {
+            if let Cow::Owned(clean) = scan(s) {
                 *s = clean;
             }
         }

@@ -254,6 +254,24 @@ impl Workspace {
         self.links.plan().map(|_| ())
     }
 
+    /// The workspace-relative paths of the deny-listed files and the files inside deny-listed
+    /// directories (remembered secrets under their first name), from the index now; empty
+    /// when it cannot be built.
+    pub fn secret_file_paths(&self) -> Vec<String> {
+        let Ok(plan) = self.links.plan() else {
+            return Vec::new();
+        };
+        let mut paths: Vec<String> = plan
+            .secret_files
+            .iter()
+            .cloned()
+            .chain(plan.secret_inodes.iter().map(|s| s.path.clone()))
+            .collect();
+        paths.sort();
+        paths.dedup();
+        paths
+    }
+
     /// The canonical workspace root.
     pub fn root(&self) -> &Path {
         &self.root

@@ -182,3 +182,84 @@ async fn grep_never_shows_a_secret_directory_exchanged_in_a_loop() {
         leaked.first().map(String::as_str).unwrap_or("")
     );
 }
+
+// Known secret values: the values of the workspace's deny-listed files are redacted by value,
+// in every form, from the audit and from observations (host/src/state/secrets.rs).
+
+/// A value no pattern finds (words, no secret-looking name next to it where it is used).
+const VALUE: &str = "correct-horse-battery-staple-42";
+const PLACEHOLDER: &str = "[secret value from .env:API_KEY]";
+
+fn b64(s: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+/// `toolgate audit --json` for `ws`.
+fn audit_json(ws: &Ws) -> String {
+    let out = toolgate_command(ws)
+        .args(["audit", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn a_dotenv_value_in_a_tool_input_never_reaches_the_audit() {
+    let ws = Ws::new();
+    ws.write(".env", format!("# local\nAPI_KEY=\"{VALUE}\"\nDEBUG=1\n"));
+    let gate = ws.gate(true).await;
+    let encoded = b64(&format!("user:{VALUE}"));
+    let content = format!("remember {VALUE} and {encoded}\n");
+    let o = call(
+        &gate,
+        "write",
+        json!({"path": "notes.txt", "content": content}),
+    )
+    .await;
+    assert_eq!(o.status, toolgate::Status::Ok, "{o:#?}");
+    // A short input (not file text): stored whole, scrubbed by value.
+    call(&gate, "grep", json!({"pattern": VALUE})).await;
+    gate.state().flush_audit();
+    let events = gate
+        .state()
+        .audit_events(&toolgate::state::AuditQuery::default())
+        .unwrap();
+    drop(gate);
+    let rows =
+        serde_json::to_string(&events.iter().map(|e| &e.detail).collect::<Vec<_>>()).unwrap();
+    let printed = audit_json(&ws);
+    for (what, text) in [("audit rows", &rows), ("audit --json", &printed)] {
+        for form in [VALUE, encoded.as_str()] {
+            assert!(!text.contains(form), "`{form}` in the {what}:\n{text}");
+        }
+        assert!(text.contains(PLACEHOLDER), "{what}:\n{text}");
+    }
+}
+
+#[tokio::test]
+async fn grep_of_a_file_holding_a_dotenv_value_shows_the_placeholder() {
+    let ws = Ws::new();
+    ws.write(".env", format!("API_KEY={VALUE}\n"))
+        .write("notes/copied.txt", format!("launch code: {VALUE}\n"));
+    let gate = ws.gate(false).await;
+    let o = ok(&gate, "grep", json!({"pattern": "launch code"})).await;
+    let shown = format!("{}\n{}", o.content, o.data);
+    assert!(!shown.contains(VALUE), "{shown}");
+    assert!(shown.contains(PLACEHOLDER), "{shown}");
+    // The file changes while the gate is open: its new value is redacted too.
+    let second = "another-plain-words-value-77";
+    ws.write(".env", format!("API_KEY={second}\n"))
+        .write("notes/second.txt", format!("launch code: {second}\n"));
+    std::thread::sleep(toolgate::state::secrets::REFRESH + Duration::from_millis(200));
+    let o = ok(&gate, "grep", json!({"pattern": "launch code"})).await;
+    let shown = format!("{}\n{}", o.content, o.data);
+    assert!(!shown.contains(second), "{shown}");
+    assert!(shown.contains(PLACEHOLDER), "{shown}");
+}

@@ -122,6 +122,11 @@ impl FsDeny {
         snapshot
     }
 
+    /// The deny-listed files' paths now (see [`Workspace::secret_file_paths`]).
+    pub fn secret_file_paths(&self) -> Vec<String> {
+        self.workspace.secret_file_paths()
+    }
+
     /// Find where the secrets are now (see [`Workspace::index_secrets`]).
     pub fn index_secrets(&self) -> Result<(), String> {
         self.workspace.index_secrets()
