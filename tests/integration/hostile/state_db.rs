@@ -88,6 +88,7 @@ fn schema(path: &Path) -> Vec<(String, String)> {
 
 /// The planted database was quarantined (the file kept, with `marker` in it), the user told
 /// on stderr naming the file, and the database in use holds only toolgate's own objects.
+#[track_caller]
 fn assert_quarantined(ws: &Ws, said: &str, marker: Option<&str>) {
     let aside = quarantined(ws);
     assert_eq!(aside.len(), 1, "not quarantined: {said}");
@@ -429,10 +430,11 @@ fn private_file(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
+#[track_caller]
 fn refused(r: &Value, says: &str) {
-    let message = r["error"]["message"]
-        .as_str()
-        .unwrap_or_else(|| panic!("not refused: {r}"));
+    let Some(message) = r["error"]["message"].as_str() else {
+        panic!("not refused: {r}");
+    };
     assert!(message.contains(says), "{says:?} not in {message}");
 }
 
