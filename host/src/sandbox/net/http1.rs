@@ -20,6 +20,9 @@ const MAX_CHUNK_LINE: usize = 4096;
 /// Bytes read at a time while relaying.
 const BUF: usize = 64 << 10;
 
+/// Header fields in order: name as written, value trimmed.
+type Headers = Vec<(String, String)>;
+
 /// A parsed request head.
 #[derive(Debug)]
 pub(super) struct Head {
@@ -108,7 +111,7 @@ pub(super) fn parse_head(raw: &[u8], rest: Vec<u8>) -> Result<Head, String> {
 
 /// The start line and the header fields of a head, refusing what another parser could read
 /// differently.
-fn parse_lines(text: &str) -> Result<(&str, Vec<(String, String)>), String> {
+fn parse_lines(text: &str) -> Result<(&str, Headers), String> {
     // A bare CR or LF (or another control character) would let an upstream that splits lines
     // differently see a header or a request this proxy never judged.
     if let Some(l) = text

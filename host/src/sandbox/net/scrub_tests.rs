@@ -113,7 +113,7 @@ fn a_wasi_response_has_its_headers_and_body_scrubbed() {
         .map_err(|never: std::convert::Infallible| match never {});
     let resp = http::Response::builder()
         .header("set-cookie", format!("t={VALUE}"))
-        .header("location", format!("/x?t=ghp_s3cr3t%2FValue%2B0123456789"))
+        .header("location", "/x?t=ghp_s3cr3t%2FValue%2B0123456789")
         .header("content-length", "99")
         .body(body)
         .unwrap();
