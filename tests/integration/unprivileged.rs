@@ -20,8 +20,12 @@ macro_rules! in_modes {
         in_modes!(@wrap $test, stringify!($module), $prepare);
     };
     // A test in a nested module: `in_modes!(in hostile::egress, test_name)`.
-    (in $($module:ident)::+ , $test:ident) => {
-        in_modes!(@wrap $test, stringify!($($module)::+), crate::modes::nothing);
+    (in $first:ident $(:: $rest:ident)* , $test:ident) => {
+        in_modes!(
+            @wrap $test,
+            concat!(stringify!($first) $(, "::", stringify!($rest))*),
+            crate::modes::nothing
+        );
     };
     (@wrap $test:ident, $module:expr, $prepare:path) => {
         mod $test {
