@@ -27,6 +27,8 @@ pub fn forms(value: &str) -> Vec<String> {
     add(json.replace('/', "\\/"));
     add(ascii_json(&json).replace('/', "\\/"));
     add(ascii_json(&json));
+    // Go's encoding/json also writes `<`, `>` and `&` as `\u003c`, `\u003e`, `\u0026`.
+    add(html_safe_json(&json));
     add(json);
     // Percent-encoding of everything but the unreserved characters, in both cases of hex, and
     // the form encoding's `+` for a space.
@@ -85,6 +87,21 @@ fn percent(bytes: &[u8], upper: bool) -> String {
     s
 }
 
+/// JSON text with the characters Go escapes for HTML (`<`, `>`, `&`, U+2028, U+2029) as
+/// `\uXXXX`.
+fn html_safe_json(json: &str) -> String {
+    let mut s = String::with_capacity(json.len());
+    for c in json.chars() {
+        match c {
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                s.push_str(&format!("\\u{:04x}", u32::from(c)))
+            }
+            c => s.push(c),
+        }
+    }
+    s
+}
+
 /// JSON text with every non-ASCII character as `\uXXXX` (UTF-16 units, as Python writes it).
 fn ascii_json(json: &str) -> String {
     let mut s = String::with_capacity(json.len());
@@ -123,6 +140,13 @@ mod tests {
         assert!(found(&serde), "{serde}");
         assert!(found(&serde.replace('/', "\\/")));
         assert!(found("{\"h\": \"ghp_Zq9\\/x+Y7 w\\u00fc=Token\"}"));
+    }
+
+    #[test]
+    fn go_json_escapes_are_found() {
+        let value = "tok<en>&more";
+        let go = "{\"h\":\"tok\\u003cen\\u003e\\u0026more\"}";
+        assert!(forms(value).iter().any(|f| go.contains(f.as_str())), "{go}");
     }
 
     #[test]
