@@ -175,7 +175,7 @@ fn refresh_if_due() {
         return;
     }
     *last = Some(Instant::now());
-    list.retain_mut(|w| refresh(w));
+    list.retain_mut(refresh);
 }
 
 /// Read `w`'s files again when any changed; `false` when it is no longer watched.
