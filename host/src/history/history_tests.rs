@@ -108,7 +108,7 @@ fn diff_stat_counts_lines_and_knows_when_it_cannot() {
         path: "/w/f".into(),
         at_ms: 0,
         origin: origin.into(),
-        sha256: "x".into(),
+        sha256: content.map(restore::sha256_hex).unwrap_or_default(),
         size: 0,
         content: content.map(<[u8]>::to_vec),
         call_id: None,
@@ -118,4 +118,12 @@ fn diff_stat_counts_lines_and_knows_when_it_cannot() {
     assert_eq!(diff_stat(&old, &new), (Some(2), Some(1)));
     assert_eq!(diff_stat(&v("absent", None), &new), (Some(4), Some(0)));
     assert_eq!(diff_stat(&v("original", None), &new), (None, None));
+    // Content that no longer matches its recorded hash is not diffed (nor restored).
+    let altered = FileVersion {
+        content: Some(b"evil\n".to_vec()),
+        ..old.clone()
+    };
+    assert!(!altered.content_matches());
+    assert!(altered.content_note().unwrap().contains("altered"));
+    assert_eq!(diff_stat(&altered, &new), (None, None));
 }
