@@ -113,7 +113,9 @@ impl WriterSlot {
         self.0.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queue `item` for the writer (see [`audit_queue::Sender::send`]).
+    /// Queue `item` for the writer (see [`audit_queue::Sender::send`]): it comes back, whole,
+    /// when the writer is gone, so the caller writes it itself.
+    #[allow(clippy::result_large_err)]
     pub(crate) fn send(&self, item: audit::AuditMsg, urgent: bool) -> Result<(), audit::AuditMsg> {
         self.get().send(item, urgent)
     }
