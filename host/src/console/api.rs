@@ -39,7 +39,7 @@ pub(super) async fn handle(
     let route = path.strip_prefix(super::API_PREFIX).unwrap_or("");
     match (method, route) {
         (Method::GET, "overview") => json(StatusCode::OK, &overview(gate)),
-        (Method::GET, "approvals") => json(StatusCode::OK, &queue(gate, &caller)),
+        (Method::GET, "approvals") => json(StatusCode::OK, &super::queue(gate, &caller)),
         (Method::GET, "events") => events::stream(gate.clone(), caller),
         (Method::GET, "calls") => {
             let limit = param(&query, "limit")
@@ -157,13 +157,6 @@ fn overview(gate: &Gate) -> Value {
         })).collect::<Vec<_>>(),
         "ignored": ignored,
     })
-}
-
-/// The approval queue as `caller` may see it.
-pub(super) fn queue(gate: &Gate, caller: &Caller) -> Value {
-    let mut pending = gate.broker().queue();
-    pending.retain(|q| caller.sees(&q.request.session));
-    json!({ "pending": pending })
 }
 
 fn calls(gate: &Gate, limit: usize, caller: &Caller) -> Response<Body> {

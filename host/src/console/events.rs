@@ -143,7 +143,7 @@ async fn send_queue(
     caller: &Caller,
     sent: &mut Value,
 ) -> bool {
-    let queue = super::api::queue(gate, caller);
+    let queue = super::queue(gate, caller);
     // `expires_in_secs` counts down: compared without it.
     let mut bare = queue.clone();
     if let Some(Value::Array(items)) = bare.get_mut("pending") {

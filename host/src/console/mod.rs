@@ -195,3 +195,11 @@ fn call_json(call: &crate::state::AuditCall) -> serde_json::Value {
 #[allow(clippy::unwrap_used)]
 #[path = "console_tests.rs"]
 mod tests;
+
+/// The approval queue as `caller` may see it (the API's `GET /api/approvals` and the event
+/// stream's `approvals` event).
+fn queue(gate: &Gate, caller: &Caller) -> serde_json::Value {
+    let mut pending = gate.broker().queue();
+    pending.retain(|q| caller.sees(&q.request.session));
+    serde_json::json!({ "pending": pending })
+}

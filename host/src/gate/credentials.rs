@@ -6,6 +6,7 @@ use super::Gate;
 use crate::exec::CredentialEnv;
 use crate::policy::Policy;
 use crate::sandbox::net::creds::{self, Credential, Credentials};
+use crate::sandbox::net::scrub;
 use crate::tools::Observation;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -68,13 +69,13 @@ impl Gate {
     }
 
     /// Take every real value out of the observation (and the output saved beside it): every
-    /// form of every brokered credential ([`creds::scrub_with`]: raw, JSON-escaped,
+    /// form of every brokered credential ([`scrub::scrub_with`]: raw, JSON-escaped,
     /// percent-encoded, base64, hex), then every value the host knows it must never show
     /// ([`crate::state::secrets::scrub_known`]).
     pub(super) fn scrub_credentials(&self, o: &mut Observation) {
         let scrubber = crate::sandbox::net::scrub::Scrubber::new(&self.credentials);
         let clean = |text: &str| -> Option<String> {
-            let once = scrubber.as_ref().and_then(|s| creds::scrub_with(s, text));
+            let once = scrubber.as_ref().and_then(|s| scrub::scrub_with(s, text));
             let twice = crate::state::secrets::scrub_known(once.as_deref().unwrap_or(text));
             twice.or(once)
         };

@@ -125,7 +125,7 @@ impl StateDb {
                 "quarantined": q.file.to_string_lossy(),
                 "reason": q.reason,
             });
-            let id = crate::gate::unique_id("state");
+            let id = format!("state-{}", super::now_ms());
             let events = [
                 ("intent", serde_json::json!({})),
                 (

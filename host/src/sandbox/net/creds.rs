@@ -204,19 +204,6 @@ pub fn register(creds: &[Credential]) {
     }
 }
 
-/// `text` with every real value of `creds`, in every form it takes
-/// ([`crate::text::forms::forms`]: JSON-escaped, percent-encoded, base64, hex), replaced by
-/// its placeholder (`None`: none was in it).
-pub fn scrub(creds: &[Credential], text: &str) -> Option<String> {
-    scrub_with(&super::scrub::Scrubber::new(creds)?, text)
-}
-
-/// [`scrub`] with a scanner made once for many texts.
-pub fn scrub_with(scrubber: &super::scrub::Scrubber, text: &str) -> Option<String> {
-    let out = scrubber.whole(text.as_bytes());
-    (out != text.as_bytes()).then(|| String::from_utf8_lossy(&out).into_owned())
-}
-
 #[cfg(test)]
 #[path = "creds_tests.rs"]
 mod tests;

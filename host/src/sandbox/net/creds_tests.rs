@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
+use crate::sandbox::net::scrub::scrub;
 
 fn cred(name: &str, value: &str, hosts: &[&str], header: Option<&str>) -> Credential {
     Credential {

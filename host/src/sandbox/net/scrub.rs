@@ -130,6 +130,19 @@ impl Scrubber {
     }
 }
 
+/// `text` with every real value of `creds`, in every form it takes
+/// ([`crate::text::forms::forms`]: JSON-escaped, percent-encoded, base64, hex), replaced by
+/// its placeholder (`None`: none was in it).
+pub fn scrub(creds: &[Credential], text: &str) -> Option<String> {
+    scrub_with(&Scrubber::new(creds)?, text)
+}
+
+/// [`scrub`] with a scanner made once for many texts.
+pub fn scrub_with(scrubber: &Scrubber, text: &str) -> Option<String> {
+    let out = scrubber.whole(text.as_bytes());
+    (out != text.as_bytes()).then(|| String::from_utf8_lossy(&out).into_owned())
+}
+
 /// Every credential's values, when `host:port` (in either scheme) is one a credential is bound
 /// to (`None`: it is not, or no value is long enough to scan for).
 pub fn for_host(creds: &[Credential], host: &str, port: u16) -> Option<Scrubber> {
