@@ -394,7 +394,7 @@ pub(crate) fn start_writer(
     let handle = std::thread::Builder::new()
         .name("toolgate-audit".into())
         .spawn(move || {
-            let conn = Connection::open_with_flags(&path, super::open_flags()).and_then(|c| {
+            let conn = super::open::connect(&path).and_then(|c| {
                 c.busy_timeout(std::time::Duration::from_secs(10))?;
                 c.pragma_update(None, "synchronous", "NORMAL")?;
                 c.pragma_update(None, "wal_autocheckpoint", CHECKPOINT_FRAMES)?;
