@@ -229,7 +229,7 @@ impl Gate {
                 return Ok("mode allow-all".into());
             }
         }
-        if approver.is_none() && !self.broker.watched() {
+        if approver.is_none() && !self.broker.watched_for(session) {
             return Err(headless_net(self.surface, &key_text, target));
         }
         let choices = vec![Answer::Once, Answer::Session, Answer::Deny];
