@@ -306,6 +306,22 @@ fn request(
     read_response(&mut stream)
 }
 
+/// A connection that made one authenticated request and stays open (keep-alive).
+fn keep_alive(addr: SocketAddr, auth: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: keep-alive\r\nAuthorization: {auth}\r\n\r\n{INITIALIZE}",
+        INITIALIZE.len()
+    );
+    stream.write_all(req.as_bytes()).unwrap();
+    let r = read_response(&mut stream);
+    assert_eq!(r.status, 200, "{}", r.body);
+    stream
+}
+
 fn read_response(stream: &mut TcpStream) -> Raw {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
@@ -475,9 +491,11 @@ async fn connections_over_the_cap_get_503_until_one_closes() {
     .await;
     let auth = bearer(&good);
     tokio::task::block_in_place(|| {
-        // Two connections that say nothing hold both slots.
-        let first = TcpStream::connect(addr).unwrap();
-        let _second = TcpStream::connect(addr).unwrap();
+        // Two authenticated connections kept alive hold both places (a connection that says
+        // nothing holds none: it waits among the bounded unauthenticated ones, see
+        // hostile::clients).
+        let first = keep_alive(addr, &auth);
+        let _second = keep_alive(addr, &auth);
         let r = post(addr, &[("Authorization", &auth)], INITIALIZE);
         assert_eq!(r.status, 503, "{}", r.body);
         assert_eq!(r.headers.get("retry-after").map(String::as_str), Some("1"));
