@@ -119,6 +119,7 @@ fn ascii_json(json: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use base64::engine::general_purpose::{STANDARD, URL_SAFE};
