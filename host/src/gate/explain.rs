@@ -109,6 +109,14 @@ impl Gate {
                 None => format!("`{key_text}` ({} tool)", risk.as_str()),
             },
         );
+        // A git command that would be read-only but for printing blobs says why it is not.
+        let blobs = shell.as_ref().and_then(|k| match &k.plan {
+            crate::exec::Plan::Argv(argv) => crate::exec::policy::git_blob_printer(argv),
+            crate::exec::Plan::Bash(_) => None,
+        });
+        if let Some(why) = blobs {
+            step("class", "note", format!("not read-only: {why}"));
+        }
 
         let mode = self.mode();
         if mode == Mode::Safe && risk > Risk::ReadOnly {

@@ -189,3 +189,24 @@ mod unprivileged {
         crate::modes::nothing
     );
 }
+
+/// `policy explain` says why a git blob printer asks: it could print committed secrets.
+#[test]
+fn explain_names_why_a_blob_printer_is_not_read_only() {
+    let ws = workspace();
+    let out = toolgate_command(&ws)
+        .args(["policy", "explain", "shell", r#"{"command":"git log -p"}"#])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("not read-only") && text.contains("committed content"),
+        "{text}"
+    );
+    let out = toolgate_command(&ws)
+        .args(["policy", "explain", "shell", r#"{"command":"git log --oneline"}"#])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("not read-only"), "{text}");
+}
