@@ -382,6 +382,8 @@ fn follow_prints_the_calls_so_far_then_each_new_call_once_it_completes() {
 fn follow_prints_a_running_call_when_it_completes_and_plain_audit_shows_it_running() {
     let ws = Ws::new();
     let db = StateDb::open(&ws.path(".toolgate/state.db")).unwrap();
+    // Signed as the user's own, as a gate would (an unsigned database with rows is quarantined).
+    db.authenticate(&ws.keyring(), &ws.root()).unwrap();
     let begun = [
         ("intent", json!({})),
         (

@@ -221,8 +221,12 @@ fn undo_is_not_a_tool() {
 
 /// Rows a hostile repository put in its own `.toolgate/state.db`.
 fn plant_rows(ws: &Ws, rows: &[(&str, &str, Option<&[u8]>, &str)]) {
-    // Opening the database through the host creates the schema.
-    drop(toolgate::state::StateDb::open(&ws.path(".toolgate/state.db")).unwrap());
+    // Opening the database through the host creates the schema, and signing it with this
+    // test user's key makes it the user's own (rows of an unsigned one are quarantined, see
+    // hostile::state_db): these rows stand for the user's own database altered behind its back.
+    let db = toolgate::state::StateDb::open(&ws.path(".toolgate/state.db")).unwrap();
+    db.authenticate(&ws.keyring(), &ws.root()).unwrap();
+    drop(db);
     let conn = rusqlite::Connection::open(ws.path(".toolgate/state.db")).unwrap();
     for (path, origin, content, call) in rows {
         let sha = content

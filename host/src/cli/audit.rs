@@ -64,7 +64,7 @@ pub fn run(root: &Path, args: AuditArgs) -> Result<ExitCode> {
 
 fn run_inner(root: &Path, args: AuditArgs) -> Result<ExitCode> {
     let ws = toolgate::workspace::Workspace::new(root, &[])?;
-    let db = StateDb::open(&ws.state_dir().join(toolgate::workspace::layout::STATE_DB))?;
+    let db = super::open_state(&ws)?;
     let query = AuditQuery {
         tool: args.tool,
         decision: args.decision,

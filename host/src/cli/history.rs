@@ -42,9 +42,7 @@ pub struct UndoArgs {
 
 fn open(root: &Path) -> Result<(toolgate::workspace::Workspace, toolgate::state::StateDb)> {
     let ws = toolgate::workspace::Workspace::new(root, &[])?;
-    let db = toolgate::state::StateDb::open(
-        &ws.state_dir().join(toolgate::workspace::layout::STATE_DB),
-    )?;
+    let db = super::open_state(&ws)?;
     Ok((ws, db))
 }
 

@@ -306,9 +306,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             command: SessionCommand::Forget,
         } => {
             let ws = toolgate::workspace::Workspace::new(&root, &[])?;
-            let db = toolgate::state::StateDb::open(
-                &ws.state_dir().join(toolgate::workspace::layout::STATE_DB),
-            )?;
+            let db = open_state(&ws)?;
             let n = db.forget_session(&cli.session)?;
             println!("forgot session `{}` ({n} read records)", cli.session);
             Ok(ExitCode::SUCCESS)
@@ -350,4 +348,20 @@ fn read_input(arg: Option<&str>) -> std::result::Result<Value, String> {
         Some(s) => s.to_string(),
     };
     serde_json::from_str(&text).map_err(|e| format!("the input is not valid JSON: {e}"))
+}
+
+/// The workspace's state database for a command that reads or restores from it (`audit`,
+/// `history`, `undo`, `session forget`), checked like a gate checks it: a database without a
+/// marker signed with this user's key (a repository's own, another user's) is quarantined
+/// before anything in it is shown or written back.
+pub(crate) fn open_state(
+    ws: &toolgate::workspace::Workspace,
+) -> toolgate::Result<toolgate::state::StateDb> {
+    let db = toolgate::state::StateDb::open(
+        &ws.state_dir().join(toolgate::workspace::layout::STATE_DB),
+    )?;
+    let keyring =
+        toolgate::policy::trust::Keyring::new(&toolgate::userdirs::UserDirs::from_env().config);
+    db.authenticate(&keyring, ws.root())?;
+    Ok(db)
 }

@@ -327,6 +327,47 @@ fn an_unsigned_or_foreign_signed_database_is_quarantined() {
     assert!(quarantined(&other).is_empty());
 }
 
+/// The user's first toolgate command in a fresh clone may be `undo`, `history` or `audit`, with
+/// no gate ever opened: they check the database's marker too, so a shipped database's rows
+/// (consistent hashes, no trigger needed) are never shown or written back.
+#[test]
+fn undo_history_and_audit_check_the_marker_before_any_gate_opened() {
+    for command in [&["undo", "--last"][..], &["history"][..], &["audit"][..]] {
+        let ws = Ws::new();
+        ws.plant("Makefile", MAKEFILE);
+        let makefile = ws.path("Makefile").to_string_lossy().into_owned();
+        plant_db(
+            &ws,
+            &format!(
+                "DROP TABLE toolgate_db;
+                 INSERT INTO file_versions (path, origin, sha256, size, content, call_id, at_ms)
+                 VALUES ('{makefile}', 'original', '{evil_sha}', {n}, CAST('{evil}' AS BLOB), 'call-planted', 9999999999999),
+                        ('{makefile}', 'tool', '{sha}', {m}, CAST('{mk}' AS BLOB), 'call-planted', 9999999999999);
+                 INSERT INTO audit (call_id, at_ms, session, tool, event, detail)
+                 VALUES ('call-planted', 9999999999999, 'default', 'write', 'intent', '{{\"planted\":true}}');",
+                evil_sha = toolgate::state::keyring::sha256_hex(EVIL.as_bytes()),
+                n = EVIL.len(),
+                evil = EVIL.replace('\'', "''"),
+                sha = toolgate::state::keyring::sha256_hex(MAKEFILE.as_bytes()),
+                m = MAKEFILE.len(),
+                mk = MAKEFILE.replace('\'', "''"),
+            ),
+        );
+        let out = run(&ws, command);
+        let said = text(&out);
+        assert_eq!(ws.read("Makefile"), MAKEFILE, "{command:?}: {said}");
+        assert!(
+            !said.contains("call-planted") && !said.contains("planted"),
+            "{command:?} showed the shipped rows: {said}"
+        );
+        assert!(
+            said.contains("no marker signed with your key"),
+            "{command:?}: {said}"
+        );
+        assert_eq!(quarantined(&ws).len(), 1, "{command:?}: {said}");
+    }
+}
+
 // --- (c) single use of a 2026-07-28 approval across servers sharing the workspace and key ---
 
 /// A `toolgate serve --http` process; killed when dropped.
