@@ -47,7 +47,7 @@ use crate::tools::registry::RegisteredTool;
 use crate::tools::{Observation, Registry, Risk};
 use crate::workspace::Workspace;
 use approval::{Approver, Broker};
-use decision::{Decision, Refusal, Stage};
+use decision::{Decision, Refusal, Stage, Verdict};
 use hooks::HookEvent;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -268,6 +268,14 @@ impl Gate {
             if shell.is_some() && self.policy.require_confinement {
                 let missing = self.exec_host.confinement().missing();
                 rules::confinement(tool_name, true, &missing, call_id)?;
+            }
+            // The managed network ceiling: a fetch or download outside it is refused before
+            // any rule, grant or person is consulted (and again when it runs).
+            if validate::is_fetch(&tool.info) || validate::is_download(&tool.info) {
+                if let Some(o) = self.outside_ceiling(tool_name, &v.input, call_id) {
+                    let source = o.source.clone().unwrap_or_else(|| "managed".into());
+                    return Err((Decision::new(Verdict::Deny, Stage::Rules, source), o));
+                }
             }
             let rule = rules::strictest(&self.policy, tool_name, &key, call_id)?;
             let mut force_ask = rules::forces_ask(rule.as_ref());

@@ -338,6 +338,36 @@ async fn fetch_and_download_stay_inside_a_managed_host_list() {
     assert!(step.detail.contains("managed.toml"), "{explained:#?}");
 }
 
+/// A fetch or download outside the managed host list is refused before anyone is asked: a
+/// person is never shown a question whose every answer would be refused anyway.
+#[tokio::test]
+async fn a_fetch_outside_the_ceiling_never_asks_a_person() {
+    let outside = ok_server("must-not-be-fetched");
+    let inside = ok_server("fetched-inside");
+    let ws = Ws::new();
+    let managed = format!("[shell]\nnetwork = [\"127.0.0.1:{}\"]\n", inside.port);
+    let (g, approver) = gate_by(&ws, &managed, Route::PersonsAnswer, &outside, &[&inside]).await;
+    for (tool, input) in [
+        ("fetch", json!({ "url": url(&outside) })),
+        (
+            "download",
+            json!({ "url": url(&outside), "path": "got.txt" }),
+        ),
+    ] {
+        let o = g.call(SESSION, tool, input).await;
+        assert_eq!(o.status, toolgate::tools::Status::Denied, "{o:#?}");
+        assert!(
+            o.content.contains("managed policy's network ceiling"),
+            "{}",
+            o.content
+        );
+        let asked = approver.requests.lock().unwrap().len();
+        assert_eq!(asked, 0, "{tool}: a person was asked");
+    }
+    assert_eq!(outside.hits.load(Ordering::SeqCst), 0);
+    assert!(!ws.path("got.txt").exists());
+}
+
 /// A background job that waits until its call has returned and then connects: an allowed
 /// host and a host nobody can approve any more are both audited (with the job's id, under the
 /// call's id) and shown by `job_output`; the last connection, made just before the job ends,
