@@ -17,10 +17,10 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// A `toolgate serve --http 127.0.0.1:0` process with the console's address it printed.
-struct Server {
+pub(crate) struct Server {
     child: std::process::Child,
-    port: u16,
-    token: String,
+    pub(crate) port: u16,
+    pub(crate) token: String,
     /// `http://127.0.0.1:PORT/#token=…`
     console: String,
 }
@@ -32,7 +32,7 @@ impl Drop for Server {
     }
 }
 
-fn server(ws: &Ws, command: &[&str]) -> Server {
+pub(crate) fn server(ws: &Ws, command: &[&str]) -> Server {
     let mut child = toolgate_command(ws)
         .args(command)
         .stdin(Stdio::null())

@@ -16,22 +16,7 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-/// A `toolgate serve --http` process, with the person's token from the console's address.
-struct Server {
-    child: std::process::Child,
-    port: u16,
-    person: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn token(c: char) -> String {
     c.to_string().repeat(64)
@@ -53,38 +38,14 @@ fn token_file(ws: &Ws, lines: &[String]) -> PathBuf {
     path
 }
 
-fn server(ws: &Ws, tokens: &std::path::Path) -> Server {
-    let mut child = toolgate_command(ws)
-        .args(["serve", "--http", "127.0.0.1:0", "--token-file"])
-        .arg(tokens)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut console = None;
-    loop {
-        let line = lines
-            .next()
-            .expect("the server exited before it listened")
-            .unwrap();
-        if let Some((_, url)) = line.split_once("carries the token): ") {
-            console = Some(url.trim().to_string());
-        }
-        if line.starts_with("toolgate: serving MCP on ") {
-            break;
-        }
-    }
-    std::thread::spawn(move || for _ in lines.by_ref() {});
-    let console = console.expect("the server printed no console address");
-    let rest = console.strip_prefix("http://127.0.0.1:").unwrap();
-    let (port, person) = rest.split_once("/#token=").unwrap();
-    Server {
-        child,
-        port: port.parse().unwrap(),
-        person: person.to_string(),
-    }
+/// `toolgate serve --http` with `tokens`; its `token` is the person's, from the console's
+/// address (console.rs's server).
+fn server(ws: &Ws, tokens: &std::path::Path) -> crate::console::Server {
+    let tokens = tokens.to_string_lossy();
+    crate::console::server(
+        ws,
+        &["serve", "--http", "127.0.0.1:0", "--token-file", &tokens],
+    )
 }
 
 /// One HTTP/1.1 request on a new connection: the status, the lower-cased headers and the body.
@@ -295,7 +256,7 @@ async fn a_client_token_sees_and_answers_only_its_own_sessions() {
     let (a, b) = (token('a'), token('b'));
     let file = token_file(&ws, &[a.clone(), format!("client {b}")]);
     let s = server(&ws, &file);
-    let (port, person) = (s.port, s.person.clone());
+    let (port, person) = (s.port, s.token.clone());
     assert!(
         person != a && person != b,
         "the console has a token of its own"
