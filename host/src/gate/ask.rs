@@ -231,6 +231,16 @@ const MAX_INPUT_SHOWN: usize = 4000;
 /// tools the input with every path field shown workspace-relative (`.` for the root).
 fn describe_call(info: &ToolInfo, v: &Validated) -> String {
     let mut text = describe_input(info, &v.input, &v.paths);
+    // A git command that asks only because it could print committed content says so: the
+    // person should know a "read-only looking" command can show a secret's history.
+    if info.builtin_kind() == Some(Builtin::Shell) {
+        let command = v.input.get("command").and_then(Value::as_str).unwrap_or("");
+        if let crate::exec::lex::Lexed::Simple(argv) = crate::exec::lex::lex(command) {
+            if let Some(why) = crate::exec::policy::git_blob_printer(&argv) {
+                text.push_str(&format!("\n  asks because {why}"));
+            }
+        }
+    }
     if let Some(plan) = &v.lsp_plan {
         text.push('\n');
         text.push_str(&super::lsp::describe_plan(plan));

@@ -204,9 +204,52 @@ fn explain_names_why_a_blob_printer_is_not_read_only() {
         "{text}"
     );
     let out = toolgate_command(&ws)
-        .args(["policy", "explain", "shell", r#"{"command":"git log --oneline"}"#])
+        .args([
+            "policy",
+            "explain",
+            "shell",
+            r#"{"command":"git log --oneline"}"#,
+        ])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("not read-only"), "{text}");
+}
+
+/// Denies every request and keeps what it was asked.
+struct Recording(std::sync::Mutex<Vec<toolgate::gate::approval::ApprovalRequest>>);
+
+impl toolgate::gate::approval::Approver for Recording {
+    fn ask(
+        &self,
+        request: toolgate::gate::approval::ApprovalRequest,
+    ) -> toolgate::gate::approval::AnswerFuture {
+        self.0.lock().unwrap().push(request);
+        Box::pin(async { Some(toolgate::gate::approval::Answer::Deny) })
+    }
+}
+
+/// The approval a blob printer asks for says why a person is asked at all.
+#[tokio::test]
+async fn the_approval_of_a_blob_printer_says_it_could_print_committed_content() {
+    let ws = workspace();
+    ws.write(".toolgate/policy.toml", "mode = \"ask\"\n");
+    let approver = std::sync::Arc::new(Recording(Default::default()));
+    let gate = Gate::open(GateOptions {
+        workspace: ws.root(),
+        cache_dir: Some(cache_dir()),
+        approver: Some(approver.clone()),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let o = sh(&gate, "git log -p").await;
+    assert_eq!(o.status, Status::Denied, "{o:#?}");
+    let asked = approver.0.lock().unwrap();
+    assert_eq!(asked.len(), 1);
+    assert!(
+        asked[0].description.contains("committed content"),
+        "{}",
+        asked[0].description
+    );
 }
